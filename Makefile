@@ -1,0 +1,32 @@
+# The README's two commands: `make demo` and `make test`. Both create .venv/ here.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+PYTEST_WORKERS ?= 2
+EPISODES ?= 20
+
+.PHONY: demo test install install-test clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e .
+	touch $@
+
+$(VENV)/.installed-test: pyproject.toml $(VENV)/.installed
+	$(BIN)/pip install -q -e '.[test]'
+	touch $@
+
+install: $(VENV)/.installed
+install-test: $(VENV)/.installed-test
+
+demo: install
+	$(BIN)/harness-gym bench --env HarnessEdit-DBBench-v0 --policy noop,self-refine,template --episodes $(EPISODES) --out runs/demo.jsonl
+
+test: install-test
+	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --durations=15
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache

@@ -1,0 +1,97 @@
+"""``harness-gym`` command line: bench, data verify/download, envs."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from harness_gym.errors import HarnessGymError
+
+
+def make_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="harness-gym", description="Harness editing as an RL environment.")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    b = sub.add_parser("bench", help="run editing policies on the same env seeds and print a table")
+    b.add_argument("--env", default="HarnessEdit-DBBench-v0", help="comma-separated env ids")
+    b.add_argument("--policy", default="noop,self-refine,template", help="comma-separated policy names")
+    b.add_argument("--episodes", type=int, default=20, help="env episodes (batches) per policy")
+    b.add_argument("--seed", type=int, default=0, help="first episode seed")
+    b.add_argument("--out", type=Path, default=Path("runs/bench.jsonl"), help="per-episode results (JSON lines)")
+    b.add_argument("--resume", action="store_true", help="keep finished rows of --out and do only the rest")
+    b.add_argument("--target", default=None, help="target model: sim (default), hf:…, vllm:…, openai:…")
+    b.add_argument("--split", default=None)
+    b.add_argument("--batch-size", type=int, default=None)
+    b.add_argument("--heldout-batch-size", type=int, default=None)
+    b.add_argument("--data-dir", default=None, help="original task data (default: the embedded generator)")
+    b.add_argument("--backend", default=None, help="world backend, e.g. sqlite or mysql://user:pass@host:port")
+    b.add_argument("--no-progress", action="store_true")
+    b.add_argument("--no-plot", action="store_true")
+
+    d = sub.add_parser("data", help="task data: verify or download")
+    dsub = d.add_subparsers(dest="data_command", required=True)
+    v = dsub.add_parser("verify", help="run every task's reference solution through the world and checker")
+    v.add_argument("benchmark", choices=["dbbench"])
+    v.add_argument("--data-dir", default=None, help="original data dir (default: the embedded generator)")
+    v.add_argument("--split", default="test")
+    v.add_argument("--backend", default="sqlite")
+    dl = dsub.add_parser("download", help="fetch the original task files")
+    dl.add_argument("benchmark", choices=["dbbench"])
+    dl.add_argument("--url", default=None, help="base URL holding the files")
+    dl.add_argument("--dest", type=Path, default=Path("data/dbbench"))
+
+    sub.add_parser("envs", help="list registered env ids")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = make_parser().parse_args(argv)
+    try:
+        if args.command == "bench":
+            return _bench(args)
+        if args.command == "data":
+            return _data(args)
+        if args.command == "envs":
+            import harness_gym.envs.registration as reg
+
+            print("\n".join(reg.ENV_IDS))
+            return 0
+    except HarnessGymError as exc:
+        print(f"harness-gym: error: {exc}", file=sys.stderr)
+        return 2
+    return 1
+
+
+def _bench(args: argparse.Namespace) -> int:
+    import harness_gym  # noqa: F401 - registers env ids
+    from harness_gym.bench import render_table, run_bench, save_plot
+
+    env_ids = [e.strip() for e in args.env.split(",") if e.strip()]
+    policies = [p.strip() for p in args.policy.split(",") if p.strip()]
+    kwargs = {k: v for k, v in {
+        "target": args.target, "split": args.split, "batch_size": args.batch_size,
+        "heldout_batch_size": args.heldout_batch_size, "data_dir": args.data_dir, "backend": args.backend,
+    }.items() if v is not None}
+    rows = run_bench(env_ids, policies, args.episodes, args.out, resume=args.resume, seed=args.seed,
+                     env_kwargs=kwargs, progress=not args.no_progress)
+    for env_id in env_ids:
+        print(render_table(rows, env_id))
+    print(f"\nper-episode results: {args.out}")
+    if not args.no_plot:
+        png = save_plot(rows, env_ids, args.out.with_suffix(".png"))
+        if png:
+            print(f"plot: {png}")
+    return 0
+
+
+def _data(args: argparse.Namespace) -> int:
+    from harness_gym.targets.dbbench import data
+
+    if args.data_command == "verify":
+        return data.main_verify(args.split, args.data_dir, args.backend)
+    return data.main_download(args.url, args.dest)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

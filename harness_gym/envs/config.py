@@ -1,0 +1,36 @@
+"""``EnvConfig``: every env keyword argument, validated in one place."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from harness_gym.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class EnvConfig:
+    benchmark: str = "dbbench"
+    target: str = "sim"
+    split: str = "test"
+    batch_size: int = 10
+    data_dir: str | None = None
+    backend: str = "sqlite"
+    invalid_patch_reward: float = -0.1
+    heldout_batch_size: int = 0
+    max_edits: int = 1
+    temperature: float = 0.0
+    concurrency: int = 64
+    retries: int = 2
+    cache_dir: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.split not in ("train", "valid", "test"):
+            raise ConfigError(f"split={self.split!r}: expected 'train', 'valid' or 'test'")
+        for name in ("batch_size", "max_edits", "concurrency"):
+            if int(getattr(self, name)) < 1:
+                raise ConfigError(f"{name}={getattr(self, name)!r}: expected an integer >= 1")
+        if self.heldout_batch_size < 0 or self.retries < 0:
+            raise ConfigError("heldout_batch_size and retries must be >= 0")
+        if self.invalid_patch_reward > 0:
+            raise ConfigError(
+                f"invalid_patch_reward={self.invalid_patch_reward}: must be <= 0 (a no-op patch scores 0; an invalid one must not beat it)"
+            )

@@ -1,0 +1,228 @@
+"""``HarnessEditEnv``: observation = failure packet, action = patch text, reward = Δ_B.
+
+Description
+    A frozen target agent (model + harness) runs a batch of tasks; its failures become a
+    failure packet; the policy answers with a patch; the patched harness reruns the same
+    task identities with the same sampling seeds; the reward is the change in mean reward.
+Observation
+    Text (``FreeText``): the engineer prompt with the packet (``info["packet"]`` holds the
+    structured form).
+Action
+    Text: Harness-R1 patch JSON, a unified diff over the harness files, or a Python module
+    defining hooks (auto-detected).
+Reward
+    ``mean(patched) − mean(baseline)`` over the batch's completed tasks; an invalid patch
+    scores ``invalid_patch_reward`` (below a no-op's 0) without any rollout.
+Termination
+    After ``max_edits`` patches (1 = Harness-R1's single step; >1 = Co-Harness-style
+    sequential editing where each valid patch becomes the new base).
+Ids
+    ``HarnessEdit-DBBench-v0``.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import gymnasium as gym
+
+from harness_gym.envs.config import EnvConfig
+from harness_gym.envs.spaces import FreeText
+from harness_gym.errors import PatchError
+from harness_gym.evaluation.benchmarks import get_benchmark
+from harness_gym.evaluation.cache import RolloutCache
+from harness_gym.evaluation.evaluator import Evaluator
+from harness_gym.evaluation.stats import paired_ci
+from harness_gym.harness.files import Harness
+from harness_gym.harness.patch import parse_patch
+from harness_gym.models.base import Sampling
+from harness_gym.models.factory import make_backend
+from harness_gym.packets.dbbench import build_dbbench_packet
+from harness_gym.packets.prompt import render_observation
+from harness_gym.runtime.trajectory import EpisodeResult
+from harness_gym.targets.base import digest
+
+PACKET_BUILDERS: dict[str, Callable[..., Any]] = {"dbbench": build_dbbench_packet}
+
+
+class HarnessEditEnv(gym.Env):
+    metadata = {"render_modes": []}
+
+    def __init__(self, benchmark: str = "dbbench", **kwargs: Any) -> None:
+        self.config = EnvConfig(benchmark=benchmark, **kwargs)
+        cfg = self.config
+        self.spec_ = get_benchmark(cfg.benchmark)
+        self.observation_space = FreeText(1_000_000)
+        self.action_space = FreeText(200_000)
+        self.default_harness = self.spec_.default_harness()
+        self._pool = self.spec_.load_tasks(cfg.split, Path(cfg.data_dir) if cfg.data_dir else None)
+        if len(self._pool) < cfg.batch_size + cfg.heldout_batch_size:
+            raise ValueError(
+                f"split {cfg.split!r} has {len(self._pool)} tasks, fewer than batch_size + heldout_batch_size = "
+                f"{cfg.batch_size + cfg.heldout_batch_size}; lower them or use a larger split"
+            )
+        self._by_id = {t.task_id: t for t in self._pool}
+        self.evaluator = Evaluator(
+            self.spec_,
+            make_backend(cfg.target),
+            world_backend=cfg.backend,
+            target_name=cfg.target,
+            sampling=Sampling(temperature=cfg.temperature),
+            max_concurrency=cfg.concurrency,
+            retries=cfg.retries,
+            cache=RolloutCache(cfg.cache_dir),
+        )
+        self._batch: list[Any] = []
+        self._seeds: list[int] = []
+        self._heldout: list[Any] = []
+        self._heldout_seeds: list[int] = []
+        self._base: Harness = self.default_harness
+        self._base_results: list[EpisodeResult] = []
+        self._edits = 0
+
+    # --- gym API ----------------------------------------------------------------------
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+        super().reset(seed=seed)
+        options = options or {}
+        rng = self.np_random
+        if "task_ids" in options:
+            missing = [t for t in options["task_ids"] if t not in self._by_id]
+            if missing:
+                raise ValueError(f"options['task_ids'] names tasks not in split {self.config.split!r}: {missing[:3]}")
+            self._batch = [self._by_id[t] for t in options["task_ids"]]
+            order = [i for i in rng.permutation(len(self._pool)) if self._pool[i].task_id not in set(options["task_ids"])]
+        else:
+            order = list(rng.permutation(len(self._pool)))
+            self._batch = [self._pool[i] for i in order[: self.config.batch_size]]
+            order = order[self.config.batch_size :]
+        self._seeds = [int(s) for s in rng.integers(0, 2**31 - 1, size=len(self._batch))]
+        batch_ids = {t.identity() for t in self._batch}
+        rest = [self._pool[i] for i in order if self._pool[i].identity() not in batch_ids]
+        self._heldout = rest[: self.config.heldout_batch_size]
+        self._heldout_seeds = [int(s) for s in rng.integers(0, 2**31 - 1, size=len(self._heldout))]
+        self._base = self.default_harness
+        self._edits = 0
+        self._base_results = self.evaluator.evaluate(self._base, self._batch, self._seeds)
+        obs, packet = self._observe(self._base, self._base_results)
+        info = {
+            "packet": packet.to_dict(),
+            "harness_version": self._base.version,
+            "batch": [t.task_id for t in self._batch],
+            "batch_digest": self.batch_digest,
+            "baseline_score": _mean(self._base_results),
+            "seeds": list(self._seeds),
+        }
+        return obs, info
+
+    def step(self, action: str | bytes) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        if not self._batch:
+            raise RuntimeError("call reset() before step()")
+        self._edits += 1
+        terminated = self._edits >= self.config.max_edits
+        base = self._base
+        try:
+            patch = parse_patch(action, base)
+            patched = patch.apply(base)
+        except PatchError as exc:
+            info = {"patch_valid": False, "patch_error": str(exc), "harness_version": base.version,
+                    "base_harness_version": base.version, "baseline_score": _mean(self._base_results),
+                    "patched_score": None, "delta": None, "per_task": []}
+            obs, packet = self._observe(base, self._base_results)
+            info["packet"] = packet.to_dict()
+            return obs, float(self.config.invalid_patch_reward), terminated, False, info
+        batches = self.evaluator.evaluate_many([base, patched], self._batch, self._seeds)
+        before, after = batches
+        delta, per_task, incomplete = _compare(before, after)
+        info: dict[str, Any] = {
+            "patch_valid": True,
+            "patch_error": None,
+            "patch_kind": patch.kind,
+            "patch_hash": digest(patch.normalized)[:16],
+            "harness_version": patched.version,
+            "base_harness_version": base.version,
+            "baseline_score": _mean(before),
+            "patched_score": _mean(after),
+            "delta": delta,
+            "delta_ci": _ci(per_task),
+            "per_task": per_task,
+            "incomplete": incomplete,
+        }
+        if self._heldout:
+            hb, ha = self.evaluator.evaluate_many([base, patched], self._heldout, self._heldout_seeds)
+            h_delta, h_per_task, h_incomplete = _compare(hb, ha)
+            info.update(heldout_delta=h_delta, heldout_ci=_ci(h_per_task), heldout_incomplete=h_incomplete)
+        if self.config.max_edits > 1:
+            self._base, self._base_results = patched, after
+        obs, packet = self._observe(patched, after)
+        info["packet"] = packet.to_dict()
+        return obs, float(delta), terminated, False, info
+
+    def close(self) -> None:
+        if hasattr(self, "evaluator"):
+            self.evaluator.close()
+        super().close()
+
+    # --- helpers ------------------------------------------------------------------------
+    @property
+    def batch_digest(self) -> str:
+        return digest({"tasks": [t.identity() for t in self._batch], "seeds": self._seeds})
+
+    def evaluate_patches(self, patches: Sequence[str]) -> list[dict[str, Any]]:
+        """Score K candidate patches on the current batch in one concurrent, cached call."""
+        parsed: list[Harness | str] = []
+        for text in patches:
+            try:
+                parsed.append(parse_patch(text, self._base).apply(self._base))
+            except PatchError as exc:
+                parsed.append(str(exc))
+        valid = [h for h in parsed if isinstance(h, Harness)]
+        runs = self.evaluator.evaluate_many([self._base, *valid], self._batch, self._seeds)
+        by_version = {h.version: r for h, r in zip(valid, runs[1:])}
+        out = []
+        for item in parsed:
+            if isinstance(item, str):
+                out.append({"patch_valid": False, "patch_error": item, "reward": float(self.config.invalid_patch_reward)})
+            else:
+                delta, per_task, incomplete = _compare(runs[0], by_version[item.version])
+                out.append({"patch_valid": True, "patch_error": None, "reward": delta, "harness_version": item.version,
+                            "per_task": per_task, "incomplete": incomplete})
+        return out
+
+    def report(self) -> dict[str, Any]:
+        """Non-deterministic facts kept out of ``info``: cache hits, episodes run, sandbox layers."""
+        ev = self.evaluator
+        return {"episodes_run": ev.episodes_run, "cache_hits": ev.cache.hits, "cache_misses": ev.cache.misses,
+                "model_batches": ev.batcher.batches, "model_requests": ev.batcher.requests,
+                "sandbox_layers": ev.sandbox.layers()}
+
+    def _observe(self, harness: Harness, results: list[EpisodeResult]) -> tuple[str, Any]:
+        builder = PACKET_BUILDERS[self.config.benchmark]
+        packet = builder(results, batch_tag=f"{self.config.split}-{self.batch_digest[:12]}",
+                         batch_digest=self.batch_digest, harness=harness)
+        return render_observation(packet, harness), packet
+
+
+def _mean(results: list[EpisodeResult]) -> float:
+    done = [r.reward for r in results if not r.is_env_error]
+    return sum(done) / len(done) if done else 0.0
+
+
+def _compare(before: list[EpisodeResult], after: list[EpisodeResult]) -> tuple[float, list[dict[str, Any]], list[str]]:
+    """Δ over tasks completed in both runs; env errors are reported, never scored."""
+    per_task, incomplete, diffs = [], [], []
+    for b, a in zip(before, after):
+        row = {"task_id": b.task_id, "baseline_reward": b.reward, "patched_reward": a.reward,
+               "baseline_status": b.status, "patched_status": a.status}
+        per_task.append(row)
+        if b.is_env_error or a.is_env_error:
+            incomplete.append(b.task_id)
+        else:
+            diffs.append(a.reward - b.reward)
+    delta = sum(diffs) / len(diffs) if diffs else 0.0
+    return delta, per_task, incomplete
+
+
+def _ci(per_task: list[dict[str, Any]]) -> list[float]:
+    rows = [r for r in per_task if "env_error" not in (r["baseline_status"], r["patched_status"])]
+    ci = paired_ci([r["baseline_reward"] for r in rows], [r["patched_reward"] for r in rows])
+    return [ci.lo, ci.hi]

@@ -1,0 +1,125 @@
+"""Batch rollouts: every episode of a batch (and of several harness versions) runs concurrently.
+
+Episodes are coroutines on one event loop owned by the evaluator (in a background thread, so
+synchronous callers such as ``env.step`` work anywhere). Model requests from all running
+episodes are coalesced by one ``RequestBatcher``; hook calls go to a shared sandbox pool.
+Environment failures are retried with a fresh world, then reported as ``env_error`` —
+never scored as a task failure.
+"""
+from __future__ import annotations
+
+import asyncio
+import threading
+from concurrent.futures import Future
+from typing import Any, Coroutine, Sequence, TypeVar
+
+from harness_gym.errors import BackendError, SandboxError, WorldError, one_line
+from harness_gym.evaluation.benchmarks import BenchmarkSpec
+from harness_gym.evaluation.cache import RolloutCache, rollout_key
+from harness_gym.harness.files import Harness
+from harness_gym.models.base import ChatBackend, RequestBatcher, Sampling
+from harness_gym.runtime.hooks import HookRunner
+from harness_gym.runtime.trajectory import ENV_ERROR, EpisodeResult
+from harness_gym.sandbox.pool import SandboxPool
+
+T = TypeVar("T")
+RETRYABLE = (WorldError, BackendError, SandboxError, ConnectionError, TimeoutError)
+
+
+class Evaluator:
+    def __init__(
+        self,
+        spec: BenchmarkSpec,
+        backend: ChatBackend,
+        *,
+        world_backend: str = "sqlite",
+        target_name: str = "sim",
+        sampling: Sampling = Sampling(),
+        max_concurrency: int = 64,
+        retries: int = 2,
+        sandbox_workers: int = 2,
+        cache: RolloutCache | None = None,
+    ) -> None:
+        self.spec = spec
+        self.backend = backend
+        self.sampling = sampling
+        self.retries = retries
+        self.max_concurrency = max_concurrency
+        self.cache = cache or RolloutCache()
+        self.context = {"benchmark": spec.name, "target": target_name, "world_backend": world_backend.split("@")[-1],
+                        "sampling": [sampling.temperature, sampling.top_p, sampling.max_tokens]}
+        self._make_world = spec.world_factory(world_backend)
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="harness-gym-eval", daemon=True)
+        self._thread.start()
+        self.sandbox = SandboxPool(workers=sandbox_workers)
+        self.batcher = RequestBatcher(backend, max_batch=max_concurrency)
+        self.episodes_run = 0
+
+    # --- sync facade ----------------------------------------------------------------
+    def run_sync(self, coro: Coroutine[Any, Any, T]) -> T:
+        fut: Future[T] = asyncio.run_coroutine_threadsafe(coro, self._loop)
+        return fut.result()
+
+    def evaluate(self, harness: Harness, tasks: Sequence[Any], seeds: Sequence[int]) -> list[EpisodeResult]:
+        return self.evaluate_many([harness], tasks, seeds)[0]
+
+    def evaluate_many(self, harnesses: Sequence[Harness], tasks: Sequence[Any], seeds: Sequence[int]) -> list[list[EpisodeResult]]:
+        """Evaluate several harness versions on the same tasks and seeds, all concurrently, cached."""
+        return self.run_sync(self.arun_many(harnesses, tasks, seeds))
+
+    # --- async core -----------------------------------------------------------------
+    async def arun_many(self, harnesses: Sequence[Harness], tasks: Sequence[Any], seeds: Sequence[int]) -> list[list[EpisodeResult]]:
+        identities = [t.identity() for t in tasks]
+        keys = [rollout_key(self.context, h.version, identities, list(seeds)) for h in harnesses]
+        out: dict[str, list[EpisodeResult]] = {}
+        todo: dict[str, Harness] = {}
+        for h, key in zip(harnesses, keys):
+            cached = self.cache.get(key)
+            if cached is not None:
+                out[key] = cached
+            else:
+                todo.setdefault(key, h)
+        sem = asyncio.Semaphore(self.max_concurrency)
+        jobs = {key: [self._episode(h, t, s, sem) for t, s in zip(tasks, seeds)] for key, h in todo.items()}
+        flat = await asyncio.gather(*(c for cs in jobs.values() for c in cs))
+        i = 0
+        for key, cs in jobs.items():
+            out[key] = list(flat[i : i + len(cs)])
+            i += len(cs)
+            self.cache.put(key, out[key])
+        return [out[k] for k in keys]
+
+    async def _episode(self, harness: Harness, task: Any, seed: int, sem: asyncio.Semaphore) -> EpisodeResult:
+        async with sem:
+            hooks = HookRunner(harness, self.sandbox)
+            error = ""
+            for _attempt in range(self.retries + 1):
+                world = self._make_world()
+                try:
+                    result = await self.spec.run_episode(task, world, harness, hooks, self.batcher.submit, seed=seed, sampling=self.sampling)
+                    self.episodes_run += 1
+                    return result
+                except RETRYABLE as exc:
+                    error = one_line(f"{type(exc).__name__}: {exc}")
+                except Exception as exc:  # a bug or an unexpected failure: recorded, not retried
+                    error = one_line(f"{type(exc).__name__}: {exc}")
+                    break
+                finally:
+                    world.close()
+            return EpisodeResult(task.task_id, task.identity(), task.task_type, harness.version, seed,
+                                 status=ENV_ERROR, error=error)
+
+    def close(self) -> None:
+        if self._loop.is_closed():
+            return
+        try:
+            self.run_sync(self._aclose())
+        finally:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(timeout=5)
+            self._loop.close()
+
+    async def _aclose(self) -> None:
+        await self.sandbox.close()
+        await self.backend.close()

@@ -1,0 +1,388 @@
+"""Patch formats, auto-detected and normalized into one ``Patch`` (a set of file changes).
+
+1. Harness-R1 JSON: ``<think>…</think><patch>{…}</patch>`` (prefill protocol: a reply
+   without a leading ``<think>`` gets one prepended) or a bare JSON object with
+   ``actions`` (the ``json_patch`` protocol). Validated as Harness-R1 ``normalize_patch``
+   with ``require_code_hook_only_patch``; each ``add_code_hook`` becomes
+   ``hooks/NN_<point>.py``.
+2. A unified diff over the harness files (``diff.py``).
+3. A bare Python module defining hook-point functions -> ``hooks/NN_module.py``.
+
+Every error is a one-line ``PatchError``; an invalid patch never reaches a rollout.
+"""
+from __future__ import annotations
+
+import ast
+import difflib
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from harness_gym.errors import PatchError, one_line
+from harness_gym.harness.diff import apply_unified_diff, looks_like_diff
+from harness_gym.harness.files import Harness, hook_file_point, next_hook_path
+from harness_gym.harness.policy import (
+    BENCHMARKS,
+    HOOK_POINTS,
+    PolicyViolation,
+    check_hook_code,
+    defines_hook,
+    parse_python,
+    string_literals,
+)
+from harness_gym.targets.base import canonical_json
+
+MAX_PATCH_CHARS = 200_000
+MAX_ACTIONS = 12
+MAX_CODE_CHARS = 8000
+MAX_TEXT_CHARS = 900
+MAX_FILES = 64
+CORE_FILES = ("system_prompt.md", "tools.json", "config.json")
+LEGACY_ACTION_TYPES = ("set_config", "edit_tool_hint", "add_or_edit_skill", "add_guard_rule", "add_recovery_rule")
+FORMATS_HINT = (
+    "accepted formats: (1) Harness-R1 '<think>…</think><patch>{\"benchmark\":…,\"actions\":[…]}</patch>' "
+    "or the bare JSON object, (2) a unified diff over the harness files, "
+    "(3) a Python module defining on_init / make_pre_hint / on_before_action / on_post_step"
+)
+# Harness-R1 leakage patterns (ASIN-like ids, task/index/sample numbers, benchmark+number).
+LEAKAGE_PATTERNS = (
+    re.compile(r"\b[bB]0[0-9a-zA-Z]{8}\b"),
+    re.compile(r"\b(?:task|index|sample)\s*#?\s*\d{1,5}\b", re.IGNORECASE),
+    re.compile(r"\bwebshop[-_\s]*\d{1,5}\b", re.IGNORECASE),
+    re.compile(r"\balfworld[-_\s]*\d{1,5}\b", re.IGNORECASE),
+)
+_PATH_RE = re.compile(r"^[A-Za-z0-9_.\-]+(?:/[A-Za-z0-9_.\-]+)*$")
+_ASSISTANT_TAG = "<|im_start|>assistant"
+
+
+@dataclass(frozen=True)
+class Patch:
+    """A validated patch: whole-file changes to apply to a harness."""
+
+    kind: str  # "harness_r1" | "diff" | "module"
+    description: str
+    changes: tuple[tuple[str, str | None], ...]  # sorted (path, new text or None = delete)
+
+    def apply(self, harness: Harness) -> Harness:
+        return harness.with_files(dict(self.changes))
+
+    @property
+    def normalized(self) -> str:
+        """Canonical JSON of the changes only: equal for equivalent patches of any kind."""
+        return canonical_json([[p, t] for p, t in self.changes])
+
+
+def _err(msg: str) -> PatchError:
+    return PatchError(one_line(msg))
+
+
+def collapse(text: str) -> str:
+    return " ".join(text.split())
+
+
+def parse_patch(text: str | bytes, harness: Harness) -> Patch:
+    """Detect the format of ``text``, validate it against ``harness`` and return a Patch."""
+    text = _decode(text)
+    stripped = _unfence(text.strip())
+    unfenced = stripped != text.strip()
+    head = stripped.lstrip()
+    if head.startswith(("--- ", "diff ", "Index:")) or (
+        "<patch>" not in stripped.lower() and not head.startswith("{") and looks_like_diff(stripped)
+    ):
+        # Diffs keep their final newline (a stripped one would change the last line).
+        patch = _parse_diff(stripped + "\n" if unfenced else text.lstrip("\r\n"), harness)
+    elif head.startswith("{") and ("<patch>" not in stripped.lower() or _is_json_object(head)):
+        patch = _parse_r1(_extract_bare_json(head), harness)
+    elif "<patch>" in stripped.lower():
+        patch = _parse_r1(_extract_think_patch(stripped), harness)
+    elif _looks_like_module(stripped):
+        patch = _parse_module(stripped, harness)
+    else:
+        raise _err(f"could not recognise the patch format (starts with {head[:40]!r}); {FORMATS_HINT}")
+    _check_result(patch, harness)
+    return patch
+
+
+# ---------------------------------------------------------------- input hygiene
+
+def _decode(text: str | bytes) -> str:
+    if isinstance(text, (bytes, bytearray)):
+        try:
+            text = bytes(text).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise _err(f"patch bytes are not UTF-8 (bad byte at offset {exc.start}); send UTF-8 text") from None
+    if not isinstance(text, str):
+        raise _err(f"patch must be str or bytes, got {type(text).__name__}")
+    if len(text) > MAX_PATCH_CHARS:
+        raise _err(f"patch has {len(text)} chars, over the {MAX_PATCH_CHARS} limit; send a smaller patch")
+    if "\x00" in text:
+        raise _err(f"patch contains a NUL byte at offset {text.index(chr(0))}; send plain text")
+    if not text.strip():
+        raise _err(f"empty patch: nothing to apply; {FORMATS_HINT}")
+    return text
+
+
+def _unfence(text: str) -> str:
+    """Unwrap a patch sent as one markdown code block (```diff … ``` / ```python … ```)."""
+    m = re.fullmatch(r"```[A-Za-z0-9_+-]*[ \t]*\r?\n(.*?)\r?\n?```", text, re.DOTALL)
+    return m.group(1) if m and "```" not in m.group(1) else text
+
+
+# ---------------------------------------------------------------- format 1: Harness-R1
+
+def _extract_think_patch(text: str) -> dict[str, Any]:
+    """Harness-R1 ``extract_prefilled_think_patch_json_object`` (also with a leading <think>)."""
+    if _ASSISTANT_TAG in text:
+        text = text.rsplit(_ASSISTANT_TAG, 1)[-1].lstrip()
+    if not re.match(r"(?is)^<think\b", text):
+        text = "<think>\n" + text
+    if re.search(r"<think>\s*(.*?)\s*</think>", text, re.DOTALL | re.IGNORECASE) is None:
+        raise _err("Harness-R1 reply needs a complete <think>…</think> block before <patch>; close it with </think> or send the bare JSON object")
+    blocks = list(re.finditer(r"<patch>\s*(.*?)\s*</patch>", text, re.DOTALL | re.IGNORECASE))
+    if not blocks:
+        raise _err("Harness-R1 reply needs a complete <patch>…</patch> block; add the closing </patch>")
+    body = blocks[-1].group(1).strip()
+    if not body:
+        raise _err("the last <patch> block is empty; put one JSON object with 'benchmark' and 'actions' inside it")
+    obj = _choose_json_object(body)
+    if obj is None:
+        raise _err("no JSON object found in the last <patch> block; expected {\"benchmark\": …, \"actions\": […]}")
+    return obj
+
+
+def _json_objects(segment: str) -> list[dict[str, Any]]:
+    decoder = json.JSONDecoder()
+    found: list[dict[str, Any]] = []
+    for m in re.finditer(r"\{", segment):
+        try:
+            obj, _ = decoder.raw_decode(segment, m.start())
+        except (json.JSONDecodeError, RecursionError):
+            continue
+        if isinstance(obj, dict):
+            found.append(obj)
+    return found
+
+
+def _choose_json_object(segment: str) -> dict[str, Any] | None:
+    """The last object with list ``actions`` and str ``benchmark``, else the last with
+    ``actions``, else the last object (Harness-R1 ``extract_json_object`` order)."""
+    objects = _json_objects(segment)
+    for test in (
+        lambda o: isinstance(o.get("actions"), list) and isinstance(o.get("benchmark"), str),
+        lambda o: isinstance(o.get("actions"), list),
+        lambda o: True,
+    ):
+        chosen = [o for o in objects if test(o)]
+        if chosen:
+            return chosen[-1]
+    return None
+
+
+def _is_json_object(text: str) -> bool:
+    try:
+        return isinstance(json.loads(text), dict)
+    except (json.JSONDecodeError, RecursionError):
+        return False
+
+
+def _extract_bare_json(text: str) -> dict[str, Any]:
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise _err(f"patch looks like JSON but does not parse ({exc.msg} at line {exc.lineno}); send one JSON object") from None
+    except RecursionError:
+        raise _err("patch JSON is nested too deeply; send a flat Harness-R1 patch object") from None
+    if not isinstance(obj, dict) or not isinstance(obj.get("actions"), list):
+        raise _err(f"JSON patch must be an object with an 'actions' list, got keys {sorted(obj)[:8] if isinstance(obj, dict) else type(obj).__name__}; {FORMATS_HINT}")
+    return obj
+
+
+def _parse_r1(obj: dict[str, Any], harness: Harness) -> Patch:
+    """Harness-R1 ``normalize_patch`` + ``require_code_hook_only_patch`` + benchmark check."""
+    if not isinstance(obj, dict):
+        raise _err(f"Harness-R1 patch must be a JSON object, got {type(obj).__name__}")
+    raw_bench = obj.get("benchmark")
+    benchmark = str(raw_bench or harness.benchmark).lower()
+    if benchmark not in BENCHMARKS:
+        raise _err(f"unsupported benchmark {benchmark!r}; expected one of {', '.join(BENCHMARKS)}")
+    if benchmark != harness.benchmark:
+        raise _err(f"patch is for benchmark {benchmark!r} but this environment is {harness.benchmark!r}; set \"benchmark\": \"{harness.benchmark}\"")
+    actions = obj.get("actions")
+    if not isinstance(actions, list) or not actions:
+        raise _err("patch.actions must be a non-empty list of add_code_hook actions")
+    if len(actions) > MAX_ACTIONS:
+        raise _err(f"patch has {len(actions)} actions, over the {MAX_ACTIONS} limit; merge hooks")
+    description = _check_description(obj.get("description"))
+    files: dict[str, str] = dict(harness.files)
+    changes: dict[str, str] = {}
+    for idx, action in enumerate(actions):
+        point, code = _check_action(idx, action, benchmark)
+        path = next_hook_path(files, point)
+        files[path] = changes[path] = _with_newline(code)
+    return Patch("harness_r1", description, tuple(sorted(changes.items())))
+
+
+def _check_description(value: Any) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise _err(f"description must be a string, got {type(value).__name__}")
+    text = collapse(value)
+    if len(text) > MAX_TEXT_CHARS:
+        raise _err(f"description has {len(text)} chars after whitespace collapse, over the {MAX_TEXT_CHARS} limit; shorten it")
+    _check_leakage(text, "description")
+    return text
+
+
+def _check_leakage(text: str, where: str) -> None:
+    for pattern in LEAKAGE_PATTERNS:
+        m = pattern.search(text)
+        if m:
+            raise _err(f"{where} appears to contain task-specific leakage ({m.group(0)!r}); remove ids, task indices and answers")
+
+
+def _check_action(idx: int, action: Any, benchmark: str) -> tuple[str, str]:
+    if not isinstance(action, dict):
+        raise _err(f"action {idx} must be an object, got {type(action).__name__}")
+    typ = action.get("type")
+    if typ in LEGACY_ACTION_TYPES:
+        raise _err(f"action {idx} type {typ!r} is a legacy Harness-R1 DSL action, not allowed in the code-hook-only protocol; use add_code_hook")
+    if typ != "add_code_hook":
+        raise _err(f"action {idx} has unsupported type {typ!r}; expected 'add_code_hook'")
+    point = str(action.get("hook") or "").strip()
+    if point not in HOOK_POINTS:
+        close = difflib.get_close_matches(point, HOOK_POINTS, n=1)
+        hint = f" — did you mean {close[0]!r}?" if close else ""
+        raise _err(f"action {idx} hook {point!r} is not a hook point; expected one of {', '.join(HOOK_POINTS)}{hint}")
+    code = action.get("code")
+    if not isinstance(code, str) or not code.strip():
+        raise _err(f"action {idx} ({point}) must include non-empty 'code' defining hook(ctx, nb)")
+    if len(code) > MAX_CODE_CHARS:
+        raise _err(f"action {idx} ({point}) code has {len(code)} chars, over the {MAX_CODE_CHARS} limit")
+    _check_code(code, benchmark, "harness_r1", point, f"action {idx} ({point})")
+    return point, code
+
+
+def _check_code(code: str, benchmark: str, style: str, point: str, where: str) -> None:
+    try:
+        check_hook_code(code, benchmark, style=style, point=point)
+    except PolicyViolation as exc:
+        raise _err(f"{where} fails the sandbox policy: {exc}") from None
+    for line, literal in string_literals(code):
+        _check_leakage(collapse(literal), f"{where} string literal at line {line}")
+
+
+def _with_newline(code: str) -> str:
+    return code if code.endswith("\n") else code + "\n"
+
+
+# ---------------------------------------------------------------- format 2: unified diff
+
+def _parse_diff(text: str, harness: Harness) -> Patch:
+    preamble_lines = []
+    for line in text.splitlines():
+        if line.startswith(("--- ", "diff ", "Index:")):
+            break
+        preamble_lines.append(line)
+    changes = apply_unified_diff(harness.files, text)
+    for path in changes:
+        _check_path(path)
+    files = dict(harness.files)
+    for path, new in changes.items():
+        if new is None:
+            files.pop(path, None)
+        else:
+            files[path] = new
+    for path, new in changes.items():
+        _check_changed_file(path, new, harness, files)
+    description = collapse("\n".join(preamble_lines))[:MAX_TEXT_CHARS]
+    return Patch("diff", description, tuple(sorted(changes.items())))
+
+
+def _check_path(path: str) -> None:
+    if path.startswith("/") or "\\" in path or not _PATH_RE.match(path) or any(p in ("", ".", "..") for p in path.split("/")):
+        raise _err(f"file path {path!r} is not allowed; use a relative posix path of letters, digits, '.', '_', '-' without '..'")
+
+
+def _check_changed_file(path: str, text: str | None, base: Harness, files: Mapping[str, str]) -> None:
+    if text is None:
+        if path in CORE_FILES:
+            raise _err(f"{path} cannot be deleted; edit it instead")
+        return
+    if path.startswith("hooks/"):
+        if not path.endswith(".py"):
+            raise _err(f"{path!r}: files under hooks/ must be Python modules ending in .py")
+        point = hook_file_point(path)
+        style = "harness_r1" if point is not None and defines_hook(text) else "module"
+        _check_code(text, base.benchmark, style, point or "", path)
+    elif path == "tools.json":
+        tools = _load_json(path, text)
+        if not isinstance(tools, list) or not all(isinstance(t, dict) for t in tools):
+            raise _err("tools.json must stay a JSON list of tool schema objects")
+    elif path == "config.json":
+        _check_config(_load_json(path, text), base.config())
+
+
+def _load_json(path: str, text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise _err(f"{path} would not be valid JSON after the patch ({exc.msg} at line {exc.lineno}); fix the edit") from None
+
+
+def _check_config(new: Any, old: dict[str, Any]) -> None:
+    if not isinstance(new, dict):
+        raise _err(f"config.json must stay a JSON object, got {type(new).__name__}")
+    for key, value in new.items():
+        if key not in old:
+            close = difflib.get_close_matches(key, list(old), n=1)
+            hint = f"did you mean {close[0]!r}?" if close else f"known keys: {', '.join(sorted(old))}"
+            raise _err(f"config key {key!r} is not a setting of this harness; {hint}")
+        want = old[key]
+        if want is None or value is None:
+            continue
+        if isinstance(want, bool) != isinstance(value, bool) or not _same_kind(want, value):
+            raise _err(f"config key {key!r} expects {type(want).__name__}, got {type(value).__name__} {value!r}")
+
+
+def _same_kind(want: Any, value: Any) -> bool:
+    if isinstance(want, float):
+        return isinstance(value, (int, float))
+    return isinstance(value, type(want))
+
+
+# ---------------------------------------------------------------- format 3: bare module
+
+def _looks_like_module(text: str) -> bool:
+    try:
+        tree = parse_python(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return any(isinstance(n, ast.FunctionDef) and n.name in HOOK_POINTS for n in tree.body)
+
+
+def _parse_module(text: str, harness: Harness) -> Patch:
+    _check_code(text, harness.benchmark, "module", "", "hook module")
+    tree = parse_python(text)
+    description = collapse(ast.get_docstring(tree) or "")[:MAX_TEXT_CHARS]
+    _check_leakage(description, "module docstring")
+    path = next_hook_path(harness.files, "module")
+    return Patch("module", description, ((path, _with_newline(text)),))
+
+
+# ---------------------------------------------------------------- whole-result checks
+
+def _check_result(patch: Patch, harness: Harness) -> None:
+    if not patch.changes:
+        raise _err("no-op patch: it changes no file; change a prompt, a setting or a hook")
+    files = dict(harness.files)
+    for path, text in patch.changes:
+        if text is None:
+            files.pop(path, None)
+        else:
+            files[path] = text
+    if files == dict(harness.files):
+        raise _err("no-op patch: the patched harness is identical to the current one; change something")
+    if len(files) > MAX_FILES:
+        raise _err(f"patched harness would have {len(files)} files, over the {MAX_FILES} limit; merge files")

@@ -1,0 +1,40 @@
+"""The simulated target: a chat backend that answers like an LLM agent, on a CPU.
+
+It dispatches each request to its target's simulated policy (``targets/<name>/sim.py``),
+which reads the conversation and returns an assistant message with tool calls. The only
+extra input is ``request.knowledge`` — the task's reference solution, which the harness
+and hooks never see.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any, Callable
+
+from harness_gym.errors import BackendError
+from harness_gym.models.base import ChatBackend, ChatRequest
+from harness_gym.types import Message
+
+_POLICIES = {"dbbench": "harness_gym.targets.dbbench.sim"}
+
+
+class SimBackend(ChatBackend):
+    name = "sim"
+
+    def __init__(self) -> None:
+        self._respond: dict[str, Callable[..., Message]] = {}
+
+    def _policy(self, benchmark: str) -> Callable[..., Message]:
+        if benchmark not in self._respond:
+            if benchmark not in _POLICIES:
+                raise BackendError(f"the sim target has no policy for benchmark {benchmark!r}; known: {sorted(_POLICIES)}")
+            self._respond[benchmark] = importlib.import_module(_POLICIES[benchmark]).respond
+        return self._respond[benchmark]
+
+    async def generate(self, requests: list[ChatRequest]) -> list[Message]:
+        out = []
+        for req in requests:
+            knowledge: Any = req.knowledge
+            if knowledge is None or "benchmark" not in req.meta:
+                raise BackendError("the sim target needs request.knowledge and meta['benchmark'] (set by the runtime)")
+            out.append(self._policy(req.meta["benchmark"])(req))
+        return out

@@ -1,0 +1,306 @@
+"""A pool of sandbox worker processes that run hook entries for the runtime.
+
+Patch code never runs in this process. Each worker is a fresh interpreter
+(``python -I -S -B worker.py``) with an empty environment, an empty working directory
+and lowered rlimits; it re-checks the AST policy, runs the entry with safe builtins, a
+line budget and an in-process alarm. The time budget is also enforced from here: a
+call that does not answer in time (C-level work ignores alarms) gets its worker killed
+and replaced. Replies are JSON only — nothing from a worker is ever unpickled.
+
+Workers are plain ``subprocess.Popen`` pipes driven by ``loop.add_reader``/
+``add_writer``, so one pool keeps working across event loops (``asyncio.run`` per call).
+"""
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness_gym.errors import SandboxError, one_line
+from harness_gym.sandbox.worker import EncodeError, decode, dumps, encode
+
+WORKER_PATH = Path(__file__).with_name("worker.py")
+POLICY_PATH = Path(__file__).resolve().parent.parent / "harness" / "policy.py"
+MAX_REPLY_BYTES = 2 * 1024 * 1024
+MAX_CTX_BYTES = 4 * 1024 * 1024
+START_TIMEOUT_S = 20.0
+RECYCLE_CPU_S = 60.0
+INNER_ALARM_FRACTION = 0.8
+
+
+@dataclass
+class CallResult:
+    """The outcome of one hook entry call."""
+
+    ok: bool
+    value: Any
+    nb: dict
+    error: str | None = None
+
+
+@dataclass(eq=False)
+class _Worker:
+    proc: subprocess.Popen
+    known: set[str] = field(default_factory=set)
+    buffer: bytearray = field(default_factory=bytearray)
+    cpu: float = 0.0
+    next_id: int = 0
+
+    @property
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except OSError:
+                self.proc.kill()
+        for stream in (self.proc.stdin, self.proc.stdout):
+            try:
+                if stream is not None:
+                    stream.close()
+            except OSError:
+                pass
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+
+
+class _WorkerDied(Exception):
+    pass
+
+
+class SandboxPool:
+    """Runs ``entry(ctx, nb)`` from hook ``code`` in isolated worker processes."""
+
+    def __init__(self, workers: int = 2, call_timeout_s: float = 2.0, line_budget: int = 2000) -> None:
+        if workers < 1:
+            raise SandboxError(one_line(f"workers must be >= 1, got {workers}"))
+        if call_timeout_s <= 0:
+            raise SandboxError(one_line(f"call_timeout_s must be > 0, got {call_timeout_s}"))
+        self.workers = workers
+        self.call_timeout_s = float(call_timeout_s)
+        self.line_budget = int(line_budget)
+        self._idle: list[_Worker] = []
+        self._all: set[_Worker] = set()  # type: ignore[arg-type]
+        self._sem: asyncio.Semaphore | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._tmp: str | None = None
+        self._limits: list[str] = []
+        self._closed = False
+
+    # ------------------------------------------------------------------ public
+
+    def layers(self) -> list[str]:
+        """The isolation layers in force."""
+        layers = ["process", "ast-policy", "restricted-builtins", "line-budget", "wall-timeout", "size-caps"]
+        if self._limits or (os.name == "posix" and not self._all):
+            layers.append("rlimits")
+        layers.append("scrubbed-env")
+        return layers
+
+    def pids(self) -> list[int]:
+        """Process ids of the live workers (for diagnostics and tests)."""
+        return sorted(w.proc.pid for w in self._all if w.alive)
+
+    async def call(self, code: str, entry: str, benchmark: str, ctx: dict, nb: dict) -> CallResult:
+        """Run one hook entry; failures come back as ``CallResult(ok=False, error=…)``."""
+        if self._closed:
+            raise SandboxError("sandbox pool is closed; create a new SandboxPool")
+        try:
+            wire_ctx = encode(ctx, MAX_CTX_BYTES)
+            wire_nb = encode(nb, MAX_CTX_BYTES)
+        except (EncodeError, RecursionError) as exc:
+            return CallResult(False, None, nb, one_line(f"ctx/nb cannot be sent to the sandbox: {exc}"))
+        sha = hashlib.sha256(f"{benchmark}\0{entry == 'hook'}\0{code}".encode("utf-8")).hexdigest()
+        request = {
+            "sha": sha, "entry": entry, "benchmark": benchmark, "ctx": wire_ctx, "nb": wire_nb,
+            "lines": self.line_budget, "timeout": self.call_timeout_s * INNER_ALARM_FRACTION,
+        }
+        sem = self._semaphore()
+        async with sem:
+            worker = await self._acquire()
+            try:
+                reply = await asyncio.wait_for(self._exchange(worker, request, code), self.call_timeout_s)
+            except asyncio.TimeoutError:
+                self._discard(worker)
+                return CallResult(False, None, nb, f"timeout after {self.call_timeout_s:g}s")
+            except _WorkerDied as exc:
+                self._discard(worker)
+                return CallResult(False, None, nb, one_line(f"worker crashed ({exc})"))
+            except BaseException:
+                self._discard(worker)
+                raise
+            self._release(worker, reply)
+        return self._result(reply, nb)
+
+    async def close(self) -> None:
+        """Stop every worker and remove the working directory."""
+        self._closed = True
+        for worker in list(self._all):
+            self._discard(worker)
+        if self._tmp:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            self._tmp = None
+
+    # ------------------------------------------------------------------ internals
+
+    def _semaphore(self) -> asyncio.Semaphore:
+        loop = asyncio.get_running_loop()
+        if self._sem is None or self._loop is not loop:
+            # A new event loop: workers are loop-independent, only the semaphore is rebuilt.
+            self._loop, self._sem = loop, asyncio.Semaphore(self.workers)
+        return self._sem
+
+    async def _acquire(self) -> _Worker:
+        while self._idle:
+            worker = self._idle.pop()
+            if worker.alive:
+                return worker
+            self._discard(worker)
+        return await self._start()
+
+    def _release(self, worker: _Worker, reply: dict[str, Any]) -> None:
+        cpu = reply.get("cpu")
+        worker.cpu = float(cpu) if isinstance(cpu, (int, float)) else worker.cpu
+        if reply.get("recycle") or worker.cpu > RECYCLE_CPU_S or not worker.alive:
+            self._discard(worker)
+        else:
+            self._idle.append(worker)
+
+    def _discard(self, worker: _Worker) -> None:
+        loop = self._loop
+        for fd_stream in (worker.proc.stdout, worker.proc.stdin):
+            if loop is not None and fd_stream is not None and not loop.is_closed():
+                try:
+                    loop.remove_reader(fd_stream.fileno())
+                    loop.remove_writer(fd_stream.fileno())
+                except (ValueError, OSError, RuntimeError):
+                    pass
+        worker.kill()
+        self._all.discard(worker)
+        if worker in self._idle:
+            self._idle.remove(worker)
+
+    async def _start(self) -> _Worker:
+        if self._tmp is None or not os.path.isdir(self._tmp):
+            self._tmp = tempfile.mkdtemp(prefix="hg-sandbox-")
+        cmd = [sys.executable, "-I", "-S", "-B", str(WORKER_PATH), str(POLICY_PATH)]
+        try:
+            proc = subprocess.Popen(
+                cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                cwd=self._tmp, env={"PATH": "/usr/bin:/bin"}, close_fds=True, start_new_session=True,
+            )
+        except OSError as exc:
+            raise SandboxError(one_line(f"cannot start sandbox worker {cmd[0]!r}: {exc}")) from None
+        for stream in (proc.stdin, proc.stdout):
+            os.set_blocking(stream.fileno(), False)  # type: ignore[union-attr]
+        worker = _Worker(proc)
+        self._all.add(worker)
+        try:
+            ready = await asyncio.wait_for(self._read_line(worker), START_TIMEOUT_S)
+        except (asyncio.TimeoutError, _WorkerDied) as exc:
+            self._discard(worker)
+            raise SandboxError(one_line(f"sandbox worker did not start within {START_TIMEOUT_S:g}s ({type(exc).__name__}); check that {sys.executable} runs")) from None
+        if ready.get("status") != "ready":
+            self._discard(worker)
+            raise SandboxError(one_line(f"sandbox worker sent {str(ready)[:80]!r} instead of ready"))
+        limits = ready.get("limits")
+        self._limits = [str(x) for x in limits] if isinstance(limits, list) else []
+        return worker
+
+    async def _exchange(self, worker: _Worker, request: dict[str, Any], code: str) -> dict[str, Any]:
+        send_code = request["sha"] not in worker.known
+        for _ in range(2):
+            worker.next_id += 1
+            msg = dict(request, id=worker.next_id)
+            if send_code:
+                msg["code"] = code
+            await self._write(worker, dumps(msg))
+            reply = await self._read_line(worker)
+            if reply.get("id") != worker.next_id:
+                raise _WorkerDied("reply out of order")
+            if reply.get("status") == "unknown_code" and not send_code:
+                send_code = True
+                continue
+            worker.known.add(request["sha"])
+            return reply
+        raise _WorkerDied("worker keeps asking for code")
+
+    async def _write(self, worker: _Worker, data: bytes) -> None:
+        fd = worker.proc.stdin.fileno()  # type: ignore[union-attr]
+        view = memoryview(data)
+        loop = asyncio.get_running_loop()
+        while view:
+            try:
+                sent = os.write(fd, view)
+                view = view[sent:]
+                continue
+            except BlockingIOError:
+                pass
+            except (BrokenPipeError, OSError) as exc:
+                raise _WorkerDied(f"write failed: {type(exc).__name__}") from None
+            ready = loop.create_future()
+            loop.add_writer(fd, lambda: ready.done() or ready.set_result(None))
+            try:
+                await ready
+            finally:
+                loop.remove_writer(fd)
+
+    async def _read_line(self, worker: _Worker) -> dict[str, Any]:
+        fd = worker.proc.stdout.fileno()  # type: ignore[union-attr]
+        loop = asyncio.get_running_loop()
+        while b"\n" not in worker.buffer:
+            try:
+                chunk = os.read(fd, 1 << 16)
+            except BlockingIOError:
+                ready = loop.create_future()
+                loop.add_reader(fd, lambda: ready.done() or ready.set_result(None))
+                try:
+                    await ready
+                finally:
+                    loop.remove_reader(fd)
+                continue
+            except OSError as exc:
+                raise _WorkerDied(f"read failed: {type(exc).__name__}") from None
+            if not chunk:
+                code = worker.proc.poll()
+                raise _WorkerDied(f"exit code {code}" if code is not None else "closed its output")
+            worker.buffer += chunk
+            if len(worker.buffer) > MAX_REPLY_BYTES:
+                raise _WorkerDied(f"reply over {MAX_REPLY_BYTES // 1024} KB")
+        line, _, rest = bytes(worker.buffer).partition(b"\n")
+        worker.buffer = bytearray(rest)
+        try:
+            reply = json.loads(line)
+        except (ValueError, RecursionError):
+            raise _WorkerDied("sent malformed JSON") from None
+        if not isinstance(reply, dict):
+            raise _WorkerDied("sent a non-object reply")
+        return reply
+
+    def _result(self, reply: dict[str, Any], nb: dict) -> CallResult:
+        if reply.get("status") == "ok":
+            try:
+                value = decode(reply.get("value"))
+                new_nb = decode(reply.get("nb"))
+            except (EncodeError, RecursionError, TypeError) as exc:
+                return CallResult(False, None, nb, one_line(f"malformed reply from worker: {exc}"))
+            if not isinstance(new_nb, dict):
+                return CallResult(False, None, nb, "malformed reply from worker: nb is not a dict")
+            return CallResult(True, value, new_nb, None)
+        error = one_line(str(reply.get("error") or "worker error"))
+        if error.startswith("timeout after"):  # the in-worker alarm fires a bit early
+            error = f"timeout after {self.call_timeout_s:g}s"
+        return CallResult(False, None, nb, error)

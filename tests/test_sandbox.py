@@ -1,0 +1,225 @@
+"""The sandbox: hook code runs in limited worker processes and cannot hurt the parent."""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness_gym.harness.policy import SAFE_BUILTIN_NAMES
+from harness_gym.sandbox import worker as worker_mod
+from harness_gym.sandbox.pool import POLICY_PATH, WORKER_PATH, CallResult, SandboxPool
+
+TIMEOUT = 1.0
+SLACK = 2.0  # process kill + restart on a busy 2-core machine
+TRIVIAL = "def hook(ctx, nb):\n    nb['n'] = nb.get('n', 0) + 1\n    return {'type': 'inject_hint', 'message': ctx.state.msg}\n"
+CTX = {"state": {"msg": "hello"}}
+
+
+def hook(body: str, helpers: str = "") -> str:
+    return helpers + "def hook(ctx, nb):\n" + "".join(f"    {line}\n" for line in body.splitlines())
+
+
+def run(coro: Any) -> Any:
+    return asyncio.run(coro)
+
+
+@pytest.fixture
+def pool() -> Any:
+    p = SandboxPool(workers=2, call_timeout_s=TIMEOUT)
+    yield p
+    asyncio.run(p.close())
+
+
+async def call(p: SandboxPool, code: str, nb: dict | None = None, ctx: dict | None = None, entry: str = "hook") -> CallResult:
+    return await p.call(code, entry, "dbbench", CTX if ctx is None else ctx, {} if nb is None else nb)
+
+
+def test_trivial_call_and_nb_round_trip(pool: SandboxPool) -> None:
+    nb = {"set": {1, 2, "a"}, "tuple": (1, (2, "x")), "nested": {"l": [1, {"f": frozenset({3})}]},
+          7: "int key", (1, 2): "tuple key", "$t": "dollar key", "float": 1.5, "none": None, "bool": True}
+    res = run(call(pool, TRIVIAL, nb))
+    assert res.ok and res.error is None
+    assert res.value == {"type": "inject_hint", "message": "hello"}
+    expected = dict(nb, n=1)
+    assert res.nb == expected
+    assert isinstance(res.nb["tuple"], tuple) and isinstance(res.nb["set"], set)
+    assert isinstance(res.nb["nested"]["l"][1]["f"], frozenset)
+
+
+def test_codec_round_trip_and_limits() -> None:
+    value = {"a": [1, (2, 3), {4, 5}], 3: {"$d": 1}, "s": frozenset({"x"})}
+    wire = json.loads(json.dumps(worker_mod.encode(value)))
+    assert worker_mod.decode(wire) == value
+    with pytest.raises(worker_mod.EncodeError, match="too large"):
+        worker_mod.encode("x" * 300_000)
+    with pytest.raises(worker_mod.EncodeError, match="unsupported type"):
+        worker_mod.encode({"f": object()})
+    deep: Any = []
+    for _ in range(100):
+        deep = [deep]
+    with pytest.raises(worker_mod.EncodeError, match="deeper"):
+        worker_mod.encode(deep)
+
+
+def test_per_call_overhead(pool: SandboxPool) -> None:
+    async def bench() -> float:
+        await call(pool, TRIVIAL)
+        n = 500
+        start = time.perf_counter()
+        for _ in range(n):
+            res = await call(pool, TRIVIAL)
+            assert res.ok
+        return (time.perf_counter() - start) / n
+
+    per_call = run(bench())
+    print(f"\nsandbox round trip for a trivial hook: {per_call * 1e6:.0f} us per call")
+
+
+HOSTILE = {
+    "infinite_for": (hook("for i in range(10**12):\n    nb['i'] = i"), ("line budget",)),
+    "recursion": (hook("return f(0)", "def f(n):\n    return f(n + 1)\n"), ("recursion", "line budget")),
+    "big_power": (hook("return 10**10**8"), ("timeout",)),
+    "catastrophic_regex": (hook("return re.match('(a+)+$', 'a' * 40 + 'b')"), ("timeout",)),
+    "hundred_mb_list": (hook("x = [0] * (100 * 1024 * 1024)\nreturn x"), ("timeout", "memory", "too large")),
+    "huge_return": (hook("return 'x' * (10**7)"), ("return value rejected",)),
+    "huge_nb": (hook("nb['x'] = ['y' * 1000] * 1000\nreturn None"), ("nb rejected",)),
+    "memory_bomb": (hook("x = 'a' * (2 * 1024 ** 3)\nreturn len(x)"), ("memory", "timeout")),
+    "unencodable_return": (hook("return re.match('a', 'a')"), ("unsupported type",)),
+    "exception": (hook("nb['touched'] = 1\nreturn ctx.nope"), ("exception: AttributeError nope (line 3)",)),
+    "key_error": (hook("return {}['x']"), ("exception: KeyError 'x'",)),
+    "ctx_is_read_only": (hook("ctx['state'] = 1\nreturn 1"), ("read-only",)),
+    "policy_recheck": (hook("return open('/etc/passwd').read()"), ("rejected", "open")),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_hostile_code_is_contained(pool: SandboxPool, name: str) -> None:
+    code, needles = HOSTILE[name]
+
+    async def scenario() -> tuple[CallResult, float, CallResult]:
+        start = time.perf_counter()
+        bad = await call(pool, code, {"keep": 1})
+        elapsed = time.perf_counter() - start
+        good = await call(pool, TRIVIAL, {"n": 41})
+        return bad, elapsed, good
+
+    bad, elapsed, good = run(scenario())
+    assert not bad.ok and bad.value is None
+    assert bad.nb == {"keep": 1}, "a failed call must leave nb as it was"
+    assert bad.error and "\n" not in bad.error
+    assert any(n.lower() in bad.error.lower() for n in needles), bad.error
+    assert elapsed < TIMEOUT + SLACK, f"{name} took {elapsed:.2f}s"
+    assert good.ok and good.nb == {"n": 42} and good.value["message"] == "hello"
+
+
+def test_worker_environment_is_scrubbed_and_limited(pool: SandboxPool, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HG_TEST_SECRET", "do-not-leak")
+    assert run(call(pool, TRIVIAL)).ok
+    (pid,) = pool.pids()
+    proc = Path(f"/proc/{pid}")
+    if not proc.exists():
+        pytest.skip("needs /proc")
+    environ = proc.joinpath("environ").read_bytes().split(b"\0")
+    assert [e for e in environ if e] == [b"PATH=/usr/bin:/bin"]
+    cwd = Path(os.readlink(proc / "cwd"))
+    assert cwd.is_dir() and list(cwd.iterdir()) == []
+    limits = proc.joinpath("limits").read_text()
+    assert any(line.startswith("Max address space") and "1073741824" in line for line in limits.splitlines())
+    assert any(line.startswith("Max file size") and line.split()[3] == "0" for line in limits.splitlines())
+    fds = os.listdir(proc / "fd")
+    assert len(fds) <= 4, fds  # stdin, stdout, stderr, the protocol pipe: no inherited files
+    assert "rlimits" in pool.layers() and "process" in pool.layers()
+
+
+def test_worker_builtins_are_exactly_the_safe_ones() -> None:
+    policy = worker_mod._load_policy(str(POLICY_PATH))
+    w = worker_mod.Worker(policy)
+    reply = w.call({"sha": "s1", "entry": "hook", "benchmark": "dbbench", "code": hook("return sorted(nb)"),
+                    "ctx": {}, "nb": {"b": 1, "a": 2}})
+    assert reply == {"status": "ok", "value": ["a", "b"], "nb": {"b": 1, "a": 2}}
+    namespace = w.modules["s1"]
+    assert sorted(namespace["__builtins__"]) == sorted(SAFE_BUILTIN_NAMES)
+    assert sorted(k for k in namespace if k not in ("__builtins__", "hook")) == ["SequenceMatcher", "math", "re"]
+    assert w.call({"sha": "s2", "entry": "hook", "benchmark": "dbbench", "ctx": {}, "nb": {}}) == {"status": "unknown_code"}
+
+
+def test_worker_protocol_over_a_real_process() -> None:
+    proc = subprocess.Popen([sys.executable, "-I", "-S", "-B", str(WORKER_PATH), str(POLICY_PATH)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env={"PATH": "/usr/bin:/bin"})
+    try:
+        assert proc.stdout is not None and proc.stdin is not None
+        ready = json.loads(proc.stdout.readline())
+        assert ready["status"] == "ready" and "RLIMIT_AS" in ready["limits"]
+        req = {"id": 1, "sha": "abc", "entry": "hook", "benchmark": "dbbench", "ctx": {}, "nb": {}}
+        proc.stdin.write((json.dumps(req) + "\n").encode())
+        proc.stdin.flush()
+        assert json.loads(proc.stdout.readline())["status"] == "unknown_code"
+        req.update(id=2, code=hook("return {'ok': sorted(nb)}"), nb={"$s": [1]})
+        proc.stdin.write((json.dumps(req) + "\n").encode())
+        proc.stdin.flush()
+        reply = json.loads(proc.stdout.readline())
+        assert reply["status"] == "error" and "nb must be a dict" in reply["error"]
+    finally:
+        proc.stdin.close()  # type: ignore[union-attr]
+        assert proc.wait(timeout=5) == 0
+
+
+def test_a_worker_killed_mid_call_is_reported_and_replaced(pool: SandboxPool) -> None:
+    slow = hook("return sum(range(10**10))")  # C-level loop: no line events
+
+    async def scenario() -> tuple[CallResult, CallResult]:
+        await call(pool, TRIVIAL)
+        task = asyncio.ensure_future(call(pool, slow))
+        await asyncio.sleep(0.2)
+        for pid in pool.pids():
+            os.kill(pid, signal.SIGKILL)
+        return await task, await call(pool, TRIVIAL)
+
+    crashed, after = run(scenario())
+    assert not crashed.ok and crashed.error is not None and "worker crashed" in crashed.error
+    assert after.ok
+
+
+def test_dead_idle_worker_is_replaced(pool: SandboxPool) -> None:
+    assert run(call(pool, TRIVIAL)).ok
+    for pid in pool.pids():
+        os.kill(pid, signal.SIGKILL)
+    time.sleep(0.1)
+    assert run(call(pool, TRIVIAL)).ok
+
+
+def test_concurrent_calls_share_the_workers_and_survive_new_event_loops(pool: SandboxPool) -> None:
+    async def many() -> list[CallResult]:
+        return await asyncio.gather(*(call(pool, TRIVIAL, {"n": i}) for i in range(8)))
+
+    for _ in range(2):  # a second asyncio.run: the pool keeps working
+        results = run(many())
+        assert [r.nb["n"] for r in results] == list(range(1, 9))
+    assert len(pool.pids()) <= 2
+
+
+def test_entries_of_a_module_and_missing_entry(pool: SandboxPool) -> None:
+    module = "def on_init(ctx, nb):\n    return {'tool_hint': 'x'}\n\ndef on_post_step(ctx, nb):\n    nb['s'] = 1\n"
+    assert run(call(pool, module, entry="on_init")).value == {"tool_hint": "x"}
+    assert run(call(pool, module, entry="on_post_step")).nb == {"s": 1}
+    missing = run(call(pool, module, entry="make_pre_hint"))
+    assert not missing.ok and "no hook entry" in (missing.error or "")
+
+
+def test_closed_pool_refuses_calls() -> None:
+    p = SandboxPool(workers=1, call_timeout_s=TIMEOUT)
+    assert run(call(p, TRIVIAL)).ok
+    run(p.close())
+    assert p.pids() == []
+    from harness_gym.errors import SandboxError
+
+    with pytest.raises(SandboxError, match="closed"):
+        run(call(p, TRIVIAL))

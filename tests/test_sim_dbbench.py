@@ -1,0 +1,100 @@
+"""The simulated DBBench target: calibrated, paired by seed, and reactive only to focused advice."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness_gym.evaluation.benchmarks import get_benchmark
+from harness_gym.evaluation.evaluator import Evaluator
+from harness_gym.harness.patch import parse_patch
+from harness_gym.models.factory import make_backend
+from harness_gym.targets.dbbench.sim import CONCEPTS, Persona, reference_of
+from harness_gym.targets.sim_reading import Advice
+
+SPEC = get_benchmark("dbbench")
+
+
+def _success(tasks, harness=None, backend="sqlite"):
+    ev = Evaluator(SPEC, make_backend("sim"), world_backend=backend)
+    try:
+        res = ev.evaluate(harness or SPEC.default_harness(), tasks, list(range(len(tasks))))
+    finally:
+        ev.close()
+    assert not any(r.is_env_error for r in res)
+    return sum(r.reward for r in res) / len(res), res
+
+
+def test_only_added_prompt_lines_count_as_advice() -> None:
+    h = SPEC.default_harness()
+    prompt = h.system_prompt()
+    msgs = [{"role": "system", "content": prompt}, {"role": "user", "content": "Question: x"}]
+    assert Advice.read(msgs, prompt).units == []
+    diff = (
+        "--- a/system_prompt.md\n+++ b/system_prompt.md\n@@ -1,1 +1,2 @@\n"
+        f" {prompt.splitlines()[0]}\n+Quote identifiers that contain spaces with backticks.\n"
+    )
+    edited = parse_patch(diff, h).apply(h).system_prompt()
+    msgs[0]["content"] = edited
+    adv = Advice.read(msgs, prompt)
+    assert adv.units == ["Quote identifiers that contain spaces with backticks."]
+    assert adv.weight("quote_identifiers", CONCEPTS) == 1.0
+
+
+def test_baseline_calibration_on_the_embedded_test_split() -> None:
+    rate, _ = _success(SPEC.load_tasks("test", None))
+    assert 0.50 <= rate <= 0.65, rate
+
+
+def test_baseline_calibration_on_the_original_standard_split(dbbench_data_dir: Path) -> None:
+    rate, _ = _success(SPEC.load_tasks("test", dbbench_data_dir))
+    assert 0.50 <= rate <= 0.65, rate
+
+
+@pytest.mark.mysql
+def test_baseline_calibration_on_mariadb(dbbench_data_dir: Path, mysql_url: str) -> None:
+    rate, _ = _success(SPEC.load_tasks("test", dbbench_data_dir), backend=mysql_url)
+    assert 0.50 <= rate <= 0.65, rate
+
+
+def test_flaws_are_paired_by_seed_and_vary_across_seeds() -> None:
+    task = SPEC.load_tasks("test", None)[0]
+    ref = reference_of(task)
+    assert Persona.draw(task, 3, ref) == Persona.draw(task, 3, ref)
+    assert len({Persona.draw(task, s, ref).flaws for s in range(60)}) > 1
+
+
+def _hint_patch(message: str) -> str:
+    return f'''
+def on_post_step(ctx, nb):
+    if ctx["predicates"]["last_result_error"]:
+        return {{"type": "inject_hint", "message": {message!r}}}
+    return None
+'''
+
+
+def test_focused_hint_beats_keyword_stuffing() -> None:
+    tasks = [t for t in SPEC.load_tasks("train", None) if not t.is_mutation]
+    base_h = SPEC.default_harness()
+    focused = parse_patch(_hint_patch("Wrap table and column names that contain spaces in backticks."), base_h).apply(base_h)
+    stuffed_text = ("Use backticks, CAST numbers, check empty results with LIKE, inspect the stored format, run SQL before "
+                    "committing, execute the INSERT before committing, commit exact values, do not repeat the same query.")
+    stuffed = parse_patch(_hint_patch(stuffed_text), base_h).apply(base_h)
+    base, _ = _success(tasks)
+    f, _ = _success(tasks, focused)
+    s, _ = _success(tasks, stuffed)
+    assert f > s >= base - 0.02, (base, f, s)
+    assert f - base > 1.5 * max(s - base, 0.0)
+
+
+def test_generic_advice_costs_a_little() -> None:
+    tasks = [t for t in SPEC.load_tasks("train", None) if not t.is_mutation][:300]
+    h = SPEC.default_harness()
+    generic = '''
+def on_init(ctx, nb):
+    return {"skills": ["Think step by step.", "Be careful.", "Double-check your work.", "Stay calm.", "Be precise."]}
+'''
+    patched = parse_patch(generic, h).apply(h)
+    base, _ = _success(tasks)
+    after, _ = _success(tasks, patched)
+    assert base - 0.08 < after < base
