@@ -56,8 +56,8 @@ def run_bench(
 
     out.parent.mkdir(parents=True, exist_ok=True)
     done_rows = _read_rows(out) if resume else []
-    if not resume:
-        out.write_text("", encoding="utf-8")
+    # rewrite the file with the complete rows only: a torn last line from a crash is dropped
+    out.write_text("".join(json.dumps(r) + "\n" for r in done_rows), encoding="utf-8")
     done = {(r["env"], r["policy"], r["seed"]) for r in done_rows}
     result = BenchRows(list(done_rows))
     made = {name: make_policy(name) for name in policies}

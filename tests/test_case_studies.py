@@ -58,7 +58,7 @@ def test_template_beats_noop_with_ci_above_zero(data: str, request: pytest.Fixtu
 def test_template_beats_noop_on_the_original_standard_split_on_mysql(dbbench_data_dir: Path, mysql_url: str) -> None:
     env = gym.make("HarnessEdit-DBBench-v0", data_dir=str(dbbench_data_dir), backend=mysql_url)
     try:
-        ci = mean_ci(_deltas(env, "template", episodes=12))
+        ci = mean_ci(_deltas(env, "template"))
     finally:
         env.close()
     assert ci.lo > 0, f"template on MariaDB: {ci}"

@@ -241,7 +241,7 @@ def test_packet_is_json_able() -> None:
     assert again["task_ids"][0] == "dbbench-0000" and len(again["task_ids"]) == 10
     assert again["baseline_rewards"]["dbbench-0005"] == 0.5
     assert again["harness_version"] == "h0-abc123" and again["batch_digest"] == "d" * 64
-    assert set(again["failures"][0]) == {"task_id", "index", "status", "reward", "turns", "messages", "signals"}
+    assert set(again["failures"][0]) == {"task_id", "index", "status", "reward", "turns", "messages", "signals", "task_type"}
 
 
 def test_signals_come_from_messages() -> None:

@@ -324,6 +324,9 @@ def redact(url: str) -> str:
     return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
 
 
+SHOWN_DB_NAME = "dbbench"
+
+
 def new_db_name() -> str:
     return "hg_" + uuid.uuid4().hex[:20]
 
@@ -436,9 +439,11 @@ class MySQLSession(Session):
             if _is_connection_error(self.pymysql, e):
                 self.close()
                 raise world_error(self.url, "connection lost during a statement", e) from None
-            text = mysql_error_text(e)
+            # the per-episode database name is an implementation detail: show a stable one so
+            # observations (and packets) are identical across runs, as with the original's fixed names
+            text = mysql_error_text(e).replace(self.db_name, SHOWN_DB_NAME)
             return SQLResult(truncate(text), True, classify_mysql(_errno(e)), [], 0)
-        return SQLResult(render(rows), False, "", rows, len(rows))
+        return SQLResult(render(rows).replace(self.db_name, SHOWN_DB_NAME), False, "", rows, len(rows))
 
     def _query(self, sql: str) -> list[tuple[Any, ...]]:
         try:

@@ -1,0 +1,148 @@
+"""Evaluation: concurrency, caching, environment failures reported (never scored), statistics."""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from harness_gym.errors import WorldError
+from harness_gym.evaluation import benchmarks as bm
+from harness_gym.evaluation.cache import RolloutCache
+from harness_gym.evaluation.evaluator import Evaluator
+from harness_gym.evaluation.stats import mean_ci, paired_ci, t975
+from harness_gym.models.base import ChatBackend, ChatRequest, RequestBatcher
+from harness_gym.models.factory import make_backend
+from harness_gym.runtime.trajectory import ENV_ERROR
+
+SPEC = bm.get_benchmark("dbbench")
+TASKS = SPEC.load_tasks("valid", None)[:12]
+SEEDS = list(range(12))
+
+
+class FlakyWorlds:
+    """Wraps the world factory: the first ``fail`` worlds crash on their first step."""
+
+    def __init__(self, fail: int) -> None:
+        self.fail = fail
+        self.made = 0
+
+    def factory(self, backend: str):
+        real = SPEC.world_factory(backend)
+
+        def make():
+            world = real()
+            self.made += 1
+            if self.made <= self.fail:
+                def boom(call):
+                    raise WorldError("lost connection to the database (simulated)")
+                world.step = boom  # type: ignore[method-assign]
+            return world
+
+        return make
+
+
+def _evaluator(world_factory=None, **kw) -> Evaluator:
+    spec = SPEC if world_factory is None else bm.BenchmarkSpec(SPEC.name, SPEC.load_tasks, world_factory, SPEC.run_episode)
+    return Evaluator(spec, make_backend("sim"), **kw)
+
+
+def test_world_failures_are_retried_then_reported_incomplete() -> None:
+    clean = _evaluator()
+    try:
+        reference = clean.evaluate(SPEC.default_harness(), TASKS, SEEDS)
+    finally:
+        clean.close()
+    flaky = FlakyWorlds(fail=2)
+    ev = _evaluator(flaky.factory, retries=2)
+    try:
+        res = ev.evaluate(SPEC.default_harness(), TASKS, SEEDS)
+    finally:
+        ev.close()
+    assert [r.reward for r in res] == [r.reward for r in reference]  # retried, same result
+
+    always = FlakyWorlds(fail=10**6)
+    ev = _evaluator(always.factory, retries=1, cache=RolloutCache())
+    try:
+        res = ev.evaluate(SPEC.default_harness(), TASKS[:3], SEEDS[:3])
+    finally:
+        ev.close()
+    assert all(r.status == ENV_ERROR for r in res) and always.made == 6
+    assert all("WorldError" in r.error and "\n" not in r.error for r in res)
+
+
+def test_incomplete_runs_are_not_cached(tmp_path) -> None:
+    cache = RolloutCache(tmp_path)
+    always = FlakyWorlds(fail=10**6)
+    ev = _evaluator(always.factory, retries=0, cache=cache)
+    try:
+        ev.evaluate(SPEC.default_harness(), TASKS[:2], SEEDS[:2])
+    finally:
+        ev.close()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_disk_cache_survives_a_new_process_and_ignores_torn_files(tmp_path) -> None:
+    ev = _evaluator(cache=RolloutCache(tmp_path))
+    try:
+        first = ev.evaluate(SPEC.default_harness(), TASKS, SEEDS)
+    finally:
+        ev.close()
+    files = list(tmp_path.glob("*.json"))
+    assert len(files) == 1
+    ev2 = _evaluator(cache=RolloutCache(tmp_path))
+    try:
+        again = ev2.evaluate(SPEC.default_harness(), TASKS, SEEDS)
+        assert ev2.episodes_run == 0 and [r.to_dict() for r in again] == [r.to_dict() for r in first]
+    finally:
+        ev2.close()
+    files[0].write_text("{torn", encoding="utf-8")
+    ev3 = _evaluator(cache=RolloutCache(tmp_path))
+    try:
+        ev3.evaluate(SPEC.default_harness(), TASKS, SEEDS)
+        assert ev3.episodes_run == len(TASKS)
+    finally:
+        ev3.close()
+
+
+def test_model_requests_of_concurrent_episodes_are_batched() -> None:
+    ev = _evaluator()
+    try:
+        results = ev.evaluate(SPEC.default_harness(), TASKS, SEEDS)
+        assert ev.batcher.requests == sum(r.rounds for r in results)
+        # episodes advance in lockstep: one batch per round of the longest episode
+        assert ev.batcher.batches == max(r.rounds for r in results) < ev.batcher.requests
+    finally:
+        ev.close()
+
+
+class CountingBackend(ChatBackend):
+    def __init__(self) -> None:
+        self.sizes: list[int] = []
+
+    async def generate(self, requests: list[ChatRequest]) -> list[dict]:
+        self.sizes.append(len(requests))
+        return [{"role": "assistant", "content": str(r.seed)} for r in requests]
+
+
+def test_request_batcher_coalesces_and_preserves_order() -> None:
+    import asyncio
+
+    backend = CountingBackend()
+    batcher = RequestBatcher(backend, max_batch=4)
+
+    async def go():
+        reqs = [ChatRequest([], [], None, seed=i) for i in range(10)]  # type: ignore[arg-type]
+        return await asyncio.gather(*(batcher.submit(r) for r in reqs))
+
+    replies = asyncio.run(go())
+    assert [r["content"] for r in replies] == [str(i) for i in range(10)]
+    assert backend.sizes == [4, 4, 2]
+
+
+def test_statistics() -> None:
+    assert t975(1) == pytest.approx(12.706) and t975(200) == pytest.approx(1.972, abs=2e-3)
+    ci = mean_ci([0.1, 0.2, 0.3, 0.4])
+    assert ci.mean == pytest.approx(0.25) and ci.lo == pytest.approx(0.25 - 3.182 * math.sqrt(0.0166667 / 4), abs=1e-4)
+    assert paired_ci([0, 0, 0], [1, 1, 1]).lo == 1.0
+    with pytest.raises(ValueError):
+        paired_ci([1], [1, 2])
