@@ -12,7 +12,7 @@ $(BIN)/python:
 	$(BIN)/pip install -q --upgrade pip
 
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -q -e .
+	$(BIN)/pip install -q -e '.[plot]'
 	touch $@
 
 $(VENV)/.installed-test: pyproject.toml $(VENV)/.installed

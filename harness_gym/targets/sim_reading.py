@@ -12,7 +12,7 @@ others, and every extra piece of advice slightly raises its chance of being dist
 - a flaw is fixed when ``u < responsiveness * weight`` for the best unit, with ``u`` a
   per-episode uniform draw (common random numbers across harness versions);
 - distraction probability grows with the amount of advice (``cost_per_unit`` per unit,
-  capped): generic advice costs a little.
+  more for generic units that name no concept, capped): generic advice costs a little.
 """
 from __future__ import annotations
 
@@ -73,5 +73,8 @@ class Advice:
     def follows(self, concept: str, concepts: dict[str, re.Pattern[str]], u: float, responsiveness: float) -> bool:
         return u < responsiveness * self.weight(concept, concepts)
 
-    def distraction(self, cost_per_unit: float = 0.01, cap: float = 0.15) -> float:
-        return min(cap, cost_per_unit * len(self.units))
+    def distraction(self, concepts: dict[str, re.Pattern[str]], cost_per_unit: float = 0.01,
+                    cost_per_generic: float = 0.03, cap: float = 0.15) -> float:
+        """Chance of a slip: every unit costs a little, generic ones (no concept) cost more."""
+        generic = sum(1 for u in self.units if not any(p.search(u) for p in concepts.values()))
+        return min(cap, cost_per_unit * len(self.units) + cost_per_generic * generic)

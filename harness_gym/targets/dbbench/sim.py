@@ -280,7 +280,7 @@ class _Agent:
         return sql
 
     def _distracted(self) -> bool:
-        return self.p.u["distraction"] < self.h.advice.distraction()
+        return self.p.u["distraction"] < self.h.advice.distraction(CONCEPTS)
 
     def _sql(self, query: str, thought: str) -> Message:
         return assistant_message(thought, [ToolCall(f"call_{self.round}_0", "execute_sql", {"query": query})])
