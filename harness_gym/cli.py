@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from harness_gym.errors import HarnessGymError
+from harness_gym.evaluation.benchmarks import KNOWN
 
 
 def make_parser() -> argparse.ArgumentParser:
@@ -32,14 +33,14 @@ def make_parser() -> argparse.ArgumentParser:
     d = sub.add_parser("data", help="task data: verify or download")
     dsub = d.add_subparsers(dest="data_command", required=True)
     v = dsub.add_parser("verify", help="run every task's reference solution through the world and checker")
-    v.add_argument("benchmark", choices=["dbbench"])
+    v.add_argument("benchmark", choices=list(KNOWN))
     v.add_argument("--data-dir", default=None, help="original data dir (default: the embedded generator)")
     v.add_argument("--split", default="test")
     v.add_argument("--backend", default="sqlite")
     dl = dsub.add_parser("download", help="fetch the original task files")
-    dl.add_argument("benchmark", choices=["dbbench"])
+    dl.add_argument("benchmark", choices=list(KNOWN))
     dl.add_argument("--url", default=None, help="base URL holding the files")
-    dl.add_argument("--dest", type=Path, default=Path("data/dbbench"))
+    dl.add_argument("--dest", type=Path, default=None, help="destination folder (default: data/<benchmark>)")
 
     sub.add_parser("envs", help="list registered env ids")
     return p
@@ -86,11 +87,20 @@ def _bench(args: argparse.Namespace) -> int:
 
 
 def _data(args: argparse.Namespace) -> int:
-    from harness_gym.targets.dbbench import data
+    """Each target's ``targets/<benchmark>/data.py`` provides ``main_verify`` and ``main_download``."""
+    import importlib
 
+    try:
+        data = importlib.import_module(f"harness_gym.targets.{args.benchmark}.data")
+    except ModuleNotFoundError:
+        print(f"harness-gym: error: no data commands for {args.benchmark} in this version", file=sys.stderr)
+        return 2
     if args.data_command == "verify":
-        return data.main_verify(args.split, args.data_dir, args.backend)
-    return data.main_download(args.url, args.dest)
+        if not hasattr(data, "main_verify"):
+            print(f"harness-gym: error: `data verify` is not available for {args.benchmark}", file=sys.stderr)
+            return 2
+        return int(data.main_verify(args.split, args.data_dir, args.backend))
+    return int(data.main_download(args.url, args.dest or Path("data") / args.benchmark))
 
 
 if __name__ == "__main__":

@@ -23,8 +23,6 @@ class EnvConfig:
     cache_dir: str | None = None
 
     def __post_init__(self) -> None:
-        if self.split not in ("train", "valid", "test"):
-            raise ConfigError(f"split={self.split!r}: expected 'train', 'valid' or 'test'")
         for name in ("batch_size", "max_edits", "concurrency"):
             if int(getattr(self, name)) < 1:
                 raise ConfigError(f"{name}={getattr(self, name)!r}: expected an integer >= 1")

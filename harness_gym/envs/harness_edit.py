@@ -22,13 +22,13 @@ Ids
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 import gymnasium as gym
 
 from harness_gym.envs.config import EnvConfig
 from harness_gym.envs.spaces import FreeText
-from harness_gym.errors import PatchError
+from harness_gym.errors import ConfigError, PatchError
 from harness_gym.evaluation.benchmarks import get_benchmark
 from harness_gym.evaluation.cache import RolloutCache
 from harness_gym.evaluation.evaluator import Evaluator
@@ -37,13 +37,10 @@ from harness_gym.harness.files import Harness
 from harness_gym.harness.patch import parse_patch
 from harness_gym.models.base import Sampling
 from harness_gym.models.factory import make_backend
-from harness_gym.packets.dbbench import build_dbbench_packet
 from harness_gym.packets.prompt import render_observation
+from harness_gym.packets.registry import packet_builder
 from harness_gym.runtime.trajectory import EpisodeResult
 from harness_gym.targets.base import digest
-
-PACKET_BUILDERS: dict[str, Callable[..., Any]] = {"dbbench": build_dbbench_packet}
-
 
 class HarnessEditEnv(gym.Env):
     metadata = {"render_modes": []}
@@ -52,6 +49,8 @@ class HarnessEditEnv(gym.Env):
         self.config = EnvConfig(benchmark=benchmark, **kwargs)
         cfg = self.config
         self.spec_ = get_benchmark(cfg.benchmark)
+        if cfg.split not in self.spec_.splits:
+            raise ConfigError(f"split={cfg.split!r}: expected one of {list(self.spec_.splits)} for {cfg.benchmark}")
         self.observation_space = FreeText(1_000_000)
         self.action_space = FreeText(200_000)
         self.default_harness = self.spec_.default_harness()
@@ -196,7 +195,7 @@ class HarnessEditEnv(gym.Env):
                 "sandbox_layers": ev.sandbox.layers()}
 
     def _observe(self, harness: Harness, results: list[EpisodeResult]) -> tuple[str, Any]:
-        builder = PACKET_BUILDERS[self.config.benchmark]
+        builder = packet_builder(self.config.benchmark)
         packet = builder(results, batch_tag=f"{self.config.split}-{self.batch_digest[:12]}",
                          batch_digest=self.batch_digest, harness=harness)
         return render_observation(packet, harness), packet

@@ -1,6 +1,7 @@
 """What evaluation needs from each target, behind one record per benchmark."""
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Awaitable, Callable
@@ -27,28 +28,15 @@ class BenchmarkSpec:
         return Harness.from_dir(self.name, HARNESS_ROOT / self.name / "harness")
 
 
-def _dbbench() -> BenchmarkSpec:
-    from harness_gym.runtime import dbbench as runtime
-    from harness_gym.targets.dbbench import generator, loader
-    from harness_gym.targets.dbbench.db import open_database
-    from harness_gym.targets.dbbench.world import DBBenchWorld
-
-    def load_tasks(split: str, data_dir: Path | None) -> list[Any]:
-        if data_dir is None:
-            return generator.generate_split(split)
-        return loader.load_split(split, Path(data_dir))
-
-    def world_factory(backend: str) -> Callable[[], World]:
-        database = open_database(backend)
-        return lambda: DBBenchWorld(database)
-
-    return BenchmarkSpec("dbbench", load_tasks, world_factory, runtime.run_episode)
-
-
-_SPECS: dict[str, Callable[[], BenchmarkSpec]] = {"dbbench": _dbbench}
+KNOWN = ("dbbench", "webshop", "alfworld")
 
 
 def get_benchmark(name: str) -> BenchmarkSpec:
-    if name not in _SPECS:
-        raise ConfigError(f"unknown benchmark {name!r}: expected one of {sorted(_SPECS)}")
-    return _SPECS[name]()
+    """The spec of benchmark ``name``, from ``evaluation/spec_<name>.py`` (its ``spec()``)."""
+    if name not in KNOWN:
+        raise ConfigError(f"unknown benchmark {name!r}: expected one of {list(KNOWN)}")
+    try:
+        module = importlib.import_module(f"harness_gym.evaluation.spec_{name}")
+    except ModuleNotFoundError as exc:
+        raise ConfigError(f"benchmark {name!r} is not available in this version") from exc
+    return module.spec()

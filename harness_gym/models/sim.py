@@ -14,7 +14,6 @@ from harness_gym.errors import BackendError
 from harness_gym.models.base import ChatBackend, ChatRequest
 from harness_gym.types import Message
 
-_POLICIES = {"dbbench": "harness_gym.targets.dbbench.sim"}
 
 
 class SimBackend(ChatBackend):
@@ -25,9 +24,11 @@ class SimBackend(ChatBackend):
 
     def _policy(self, benchmark: str) -> Callable[..., Message]:
         if benchmark not in self._respond:
-            if benchmark not in _POLICIES:
-                raise BackendError(f"the sim target has no policy for benchmark {benchmark!r}; known: {sorted(_POLICIES)}")
-            self._respond[benchmark] = importlib.import_module(_POLICIES[benchmark]).respond
+            try:
+                module = importlib.import_module(f"harness_gym.targets.{benchmark}.sim")
+            except ModuleNotFoundError as exc:
+                raise BackendError(f"the sim target has no policy for benchmark {benchmark!r}") from exc
+            self._respond[benchmark] = module.respond
         return self._respond[benchmark]
 
     async def generate(self, requests: list[ChatRequest]) -> list[Message]:

@@ -7,10 +7,6 @@ to write a correct patch from this text alone. Field names follow Harness-R1
 """
 from __future__ import annotations
 
-from collections.abc import Callable
-
-from harness_gym.errors import ConfigError
-
 HOOKS = ("on_init", "make_pre_hint", "on_before_action", "on_post_step")
 
 SAFE_BUILTINS = (
@@ -53,97 +49,8 @@ _NORMALIZATION = """### Return normalization
   alias of "type", so Harness-R1 patches written with "kind" run unchanged."""
 
 
-def _dbbench() -> str:
-    return f"""## Hook API (DBBench)
-
-A patch installs Python code hooks into the DBBench agent loop. The agent has two tools:
-`execute_sql(query)` (one SQL statement per call) and `commit_final_answer(answers)`
-(a list of strings; it ends the episode). An episode has at most 20 rounds.
-
-### The four hooks: when they run and what they may return
-- `on_init` — once per episode, after the task is loaded, before the first model call.
-  Returns `{{"skills": [TEXT or {{"text": TEXT}}, ...], "tool_hint": TEXT}}` (either key may
-  be omitted; only the first 5 skills are kept) or None. Skills are added to the
-  agent's system prompt; the tool_hint is added to the system prompt under
-  "Additional reusable tool-use hint from the harness:".
-- `make_pre_hint` — every round, before the model call. Returns `{{"message": TEXT}}` or
-  None; the message is sent to the agent as a user message for that round.
-- `on_before_action` — for every tool call in the model's reply (`execute_sql` and
-  `commit_final_answer`), before it runs. Returns
-  `{{"type": "block_and_prompt", "message": TEXT}}` or None. A block means the SQL or the
-  commit does NOT run and the message becomes the tool result for that call.
-  `rewrite_action` and `force_action` are ignored on DBBench (logged only): never rewrite
-  SQL, only block narrowly.
-- `on_post_step` — after each `execute_sql` result (never after a commit). Returns
-  `{{"type": "inject_hint", "message": TEXT}}` or None; the message is sent as a user
-  message. `force_action` is ignored. Prefer updating nb and returning None.
-
-{_NORMALIZATION}
-
-### ctx fields (DBBench)
-- `ctx.action` — the tool call being judged (on_before_action) or just executed
-  (on_post_step):
-  - `tool`: "execute_sql" or "commit_final_answer"; `query`: the raw SQL string;
-    `answers`: the submitted answer list;
-  - `h2_action`, `h2_blocked_reason`, `commit_gate_action`, `commit_gate_reason`: verdicts
-    of the built-in guard modules (off in this setting, so normally empty).
-- `ctx.state` — running observations of the episode:
-  - `sql_count`: SQL statements run so far; `last_sql`; `last_result`: the last result
-    text (rows as a Python-list string, or the error text);
-  - `last_error_kind`: blank before any SQL, else a label such as syntax, unknown_col,
-    unknown_table, timeout, null_agg, empty or ok; `last_error_text`;
-    `last_result_was_error`;
-  - `error_streak`, `empty_streak`: consecutive error / empty results;
-    `text_only_streak`: consecutive replies without a tool call; `loop_streak`:
-    consecutive repeats of the same SQL;
-  - `mutation_attempted`: a data-changing statement (INSERT/UPDATE/DELETE) has run;
-  - `candidate_answer` (list of strings from the last non-empty SELECT),
-    `candidate_answer_shape`, `candidate_implausible`: a noisy, SQL-derived guess of the
-    answer (a hint, never an oracle);
-  - `remaining_rounds`.
-- `ctx.task` — `task_type` (e.g. counting, comparison, ranking, aggregation-SUM/MIN/MAX/AVG,
-  other, INSERT, UPDATE), `answer_shape` ("value" for counting/aggregation tasks, "rows"
-  for other SELECT tasks, "mutation" for INSERT/UPDATE), `target_table`, `description`
-  (the question text the agent sees).
-- `ctx.dbbench` — `sql_history` (normalized SQL so far), `sql_history_raw`,
-  `discovered_columns` (column names seen so far), `db_response` (the last raw
-  database response), `round` (0-based).
-- `ctx.predicates` — booleans:
-  - `execute_sql`, `commit_final_answer`: which tool the current call is;
-  - `no_sql_yet`: no SQL has run; `commit_before_sql`: a commit with no SQL run yet;
-  - `commit_empty_answer`: a commit with an empty or blank answer list (never set for
-    mutation tasks, whose committed text is not judged);
-  - `mutation_task`: the task asks for INSERT/UPDATE/DELETE;
-    `mutation_not_attempted`: a mutation task where no data-changing SQL has run;
-  - `last_result_error`, `last_result_empty` (an empty SELECT result; [] after a
-    mutation does not count), `unknown_column_error`, `syntax_error`: about the last SQL
-    result;
-  - `repeated_sql`: the current/last SQL repeats an earlier one;
-  - `candidate_answer_available`;
-  - `remaining_rounds_low` (<= 3 rounds left); `text_only_loop` (>= 2 replies in a row
-    without a tool call).
-- Top level: `step`, `max_step`, `remaining_steps` and `observation` (the latest tool
-  result or task text). There is no `ctx.world` and no `ctx.admissible` on DBBench.
-
-{_SANDBOX}
-
-### Leakage rules
-- Hooks and the patch description must be reusable across all DBBench tasks: no table
-  cell values, no exact final answers, no ground-truth or copied task SQL, no task ids or
-  task indices (the description must not contain "task 3", "index 12" and the like).
-- Generic SQL patterns are fine (SHOW TABLES, DESCRIBE `t`, backticked identifiers,
-  CAST(x AS DECIMAL), CONCAT(a, b)); hints should teach reusable debugging strategy."""
-
-
-_BUILDERS: dict[str, Callable[[], str]] = {"dbbench": _dbbench}
-
-
 def hook_api_text(benchmark: str) -> str:
-    """The hook contract for ``benchmark`` (currently "dbbench")."""
-    builder = _BUILDERS.get(str(benchmark).lower())
-    if builder is None:
-        raise ConfigError(
-            f"hook_api_text: no hook API text for benchmark={benchmark!r}; "
-            f"expected one of {sorted(_BUILDERS)} (webshop/alfworld texts are not written yet)"
-        )
-    return builder()
+    """The hook contract for ``benchmark``, from ``packets/<benchmark>_prompt.py``."""
+    from harness_gym.packets.registry import prompt_parts
+
+    return prompt_parts(benchmark).hook_api()
