@@ -10,10 +10,10 @@ from harness_gym.errors import ConfigError
 class EnvConfig:
     benchmark: str = "dbbench"
     target: str = "sim"
-    split: str = "test"
+    split: str | None = None  # None: the benchmark's default split
     batch_size: int = 10
     data_dir: str | None = None
-    backend: str = "sqlite"
+    backend: str | None = None  # None: the benchmark's default world backend
     invalid_patch_reward: float = -0.1
     heldout_batch_size: int = 0
     max_edits: int = 1

@@ -49,22 +49,24 @@ class HarnessEditEnv(gym.Env):
         self.config = EnvConfig(benchmark=benchmark, **kwargs)
         cfg = self.config
         self.spec_ = get_benchmark(cfg.benchmark)
-        if cfg.split not in self.spec_.splits:
-            raise ConfigError(f"split={cfg.split!r}: expected one of {list(self.spec_.splits)} for {cfg.benchmark}")
+        self.split = cfg.split or self.spec_.default_split
+        self.backend = cfg.backend or self.spec_.default_backend
+        if self.split not in self.spec_.splits:
+            raise ConfigError(f"split={self.split!r}: expected one of {list(self.spec_.splits)} for {cfg.benchmark}")
         self.observation_space = FreeText(1_000_000)
         self.action_space = FreeText(200_000)
         self.default_harness = self.spec_.default_harness()
-        self._pool = self.spec_.load_tasks(cfg.split, Path(cfg.data_dir) if cfg.data_dir else None)
+        self._pool = self.spec_.load_tasks(self.split, Path(cfg.data_dir) if cfg.data_dir else None)
         if len(self._pool) < cfg.batch_size + cfg.heldout_batch_size:
             raise ValueError(
-                f"split {cfg.split!r} has {len(self._pool)} tasks, fewer than batch_size + heldout_batch_size = "
+                f"split {self.split!r} has {len(self._pool)} tasks, fewer than batch_size + heldout_batch_size = "
                 f"{cfg.batch_size + cfg.heldout_batch_size}; lower them or use a larger split"
             )
         self._by_id = {t.task_id: t for t in self._pool}
         self.evaluator = Evaluator(
             self.spec_,
             make_backend(cfg.target),
-            world_backend=cfg.backend,
+            world_backend=self.backend,
             target_name=cfg.target,
             sampling=Sampling(temperature=cfg.temperature),
             max_concurrency=cfg.concurrency,
@@ -87,7 +89,7 @@ class HarnessEditEnv(gym.Env):
         if "task_ids" in options:
             missing = [t for t in options["task_ids"] if t not in self._by_id]
             if missing:
-                raise ValueError(f"options['task_ids'] names tasks not in split {self.config.split!r}: {missing[:3]}")
+                raise ValueError(f"options['task_ids'] names tasks not in split {self.split!r}: {missing[:3]}")
             self._batch = [self._by_id[t] for t in options["task_ids"]]
             order = [i for i in rng.permutation(len(self._pool)) if self._pool[i].task_id not in set(options["task_ids"])]
         else:
@@ -196,7 +198,7 @@ class HarnessEditEnv(gym.Env):
 
     def _observe(self, harness: Harness, results: list[EpisodeResult]) -> tuple[str, Any]:
         builder = packet_builder(self.config.benchmark)
-        packet = builder(results, batch_tag=f"{self.config.split}-{self.batch_digest[:12]}",
+        packet = builder(results, batch_tag=f"{self.split}-{self.batch_digest[:12]}",
                          batch_digest=self.batch_digest, harness=harness)
         return render_observation(packet, harness), packet
 

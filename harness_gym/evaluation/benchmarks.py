@@ -23,6 +23,8 @@ class BenchmarkSpec:
     world_factory: Callable[[str], Callable[[], World]]
     run_episode: Callable[..., Awaitable[EpisodeResult]]
     splits: tuple[str, ...] = ("train", "valid", "test")
+    default_backend: str = "local"
+    default_split: str = "test"
 
     def default_harness(self) -> Harness:
         return Harness.from_dir(self.name, HARNESS_ROOT / self.name / "harness")

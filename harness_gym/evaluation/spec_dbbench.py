@@ -23,4 +23,4 @@ def spec() -> BenchmarkSpec:
         database = open_database(backend)
         return lambda: DBBenchWorld(database)
 
-    return BenchmarkSpec("dbbench", load_tasks, world_factory, runtime.run_episode)
+    return BenchmarkSpec("dbbench", load_tasks, world_factory, runtime.run_episode, default_backend="sqlite")
