@@ -1,7 +1,9 @@
 """``self-refine``: one fixed, generic reflect-and-retry patch, the same for every packet.
 
 Modelled on the Self-Refine baseline of Harness-R1's comparison: the target is told to
-reflect on its last result and retry, with no diagnosis of the batch's failures.
+reflect on its progress and refine its approach, with no diagnosis of the batch's
+failures. It reads only ctx fields every benchmark has (``step``), so the same patch runs
+on every target.
 """
 from __future__ import annotations
 
@@ -11,15 +13,11 @@ from baselines.base import Policy, PolicyInput
 from baselines.hr1 import harness_r1_patch
 
 ON_INIT = '''def hook(ctx, nb):
-    return {"skills": ["Before you answer, reflect on whether your result really answers the question, and refine it if not."]}
+    return {"skills": ["Before you answer, reflect on whether your result really answers the task, and refine it if not."]}
 '''
-ON_POST_STEP = '''def hook(ctx, nb):
-    p = ctx["predicates"]
-    if p["last_result_error"] or p["last_result_empty"]:
-        msg = "Reflect on the last result: what went wrong? Refine your approach and try again."
-        if nb.get("last_hint") != msg:
-            nb["last_hint"] = msg
-            return {"type": "inject_hint", "message": msg}
+PRE_HINT = '''def hook(ctx, nb):
+    if ctx["step"] > 0 and ctx["step"] % 3 == 0:
+        return {"message": "Reflect on your progress so far: what went wrong? Refine your approach and continue."}
     return None
 '''
 
@@ -28,5 +26,5 @@ class SelfRefinePolicy(Policy):
     name = "self-refine"
 
     def propose(self, packets: Sequence[PolicyInput], k: int = 1) -> list[list[str]]:
-        patch = {"on_init": ON_INIT, "on_post_step": ON_POST_STEP}
-        return [[harness_r1_patch(p.benchmark, "Generic reflect-and-retry.", patch)] * k for p in packets]
+        hooks = {"on_init": ON_INIT, "make_pre_hint": PRE_HINT}
+        return [[harness_r1_patch(p.benchmark, "Generic reflect-and-retry.", hooks)] * k for p in packets]

@@ -4,7 +4,6 @@ from __future__ import annotations
 import functools
 import http.server
 import json
-import os
 import socket
 import threading
 import time
@@ -12,6 +11,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+
+from support import require_mysql_url
 
 from harness_gym.errors import ConfigError, TaskDataError
 from harness_gym.targets.dbbench.data import download, main_download, main_verify, verify
@@ -24,13 +25,7 @@ STANDARD_MIX = {"INSERT": 100, "UPDATE": 100, "other": 17, "counting": 17, "comp
                 "aggregation-SUM": 8, "aggregation-MIN": 8, "aggregation-MAX": 8, "aggregation-AVG": 8}
 
 
-def mysql_url() -> str:
-    url = os.environ.get("HARNESS_GYM_MYSQL_URL")
-    if not url:
-        if os.environ.get("CI"):
-            pytest.fail("CI is set but HARNESS_GYM_MYSQL_URL is not: .ci/run must start MariaDB (.ci/mariadb.sh)")
-        pytest.skip("HARNESS_GYM_MYSQL_URL is not set; run .ci/mariadb.sh and export the URL it prints")
-    return url
+mysql_url = require_mysql_url
 
 
 @functools.lru_cache(maxsize=None)

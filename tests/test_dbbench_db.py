@@ -1,12 +1,13 @@
 """DBBench databases: SQLite and MySQL-compatible backends behind one interface."""
 from __future__ import annotations
 
-import os
 import socket
 import sys
 import time
 
 import pytest
+
+from support import require_mysql_url
 
 from harness_gym.errors import ConfigError, WorldError
 from harness_gym.targets.dbbench.db import (
@@ -20,13 +21,7 @@ from harness_gym.targets.dbbench.db import (
 from harness_gym.targets.dbbench.tasks import DBTask
 
 
-def mysql_url() -> str:
-    url = os.environ.get("HARNESS_GYM_MYSQL_URL")
-    if not url:
-        if os.environ.get("CI"):
-            pytest.fail("CI is set but HARNESS_GYM_MYSQL_URL is not: .ci/run must start MariaDB (.ci/mariadb.sh)")
-        pytest.skip("HARNESS_GYM_MYSQL_URL is not set; run .ci/mariadb.sh and export the URL it prints")
-    return url
+mysql_url = require_mysql_url
 
 
 BACKENDS = ["sqlite", pytest.param("mysql", marks=pytest.mark.mysql)]

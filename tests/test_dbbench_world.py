@@ -1,10 +1,11 @@
 """DBBenchWorld and the v0.2 checker."""
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
+
+from support import require_mysql_url
 
 from harness_gym.targets.dbbench.checker import check_answer, check_mutation
 from harness_gym.targets.dbbench.db import open_database
@@ -16,13 +17,7 @@ from harness_gym.types import ToolCall
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "dbbench"
 
 
-def mysql_url() -> str:
-    url = os.environ.get("HARNESS_GYM_MYSQL_URL")
-    if not url:
-        if os.environ.get("CI"):
-            pytest.fail("CI is set but HARNESS_GYM_MYSQL_URL is not: .ci/run must start MariaDB (.ci/mariadb.sh)")
-        pytest.skip("HARNESS_GYM_MYSQL_URL is not set; run .ci/mariadb.sh and export the URL it prints")
-    return url
+mysql_url = require_mysql_url
 
 
 @pytest.fixture(params=["sqlite", pytest.param("mysql", marks=pytest.mark.mysql)])

@@ -250,7 +250,7 @@ class _Agent:
         if "verbose_answer" in self.flaws and not self.follows("exact_answer"):
             values = [f"{v} (from the table)" for v in values]
         if self._distracted():
-            values = values[:-1] if len(values) > 1 else [v + "." for v in values]
+            values = values[:-1] if len(values) > 1 else [f"about {v}" for v in values]
         return self._commit(values, "I have the answer.")
 
     def _act_mutation(self) -> Message:
