@@ -16,8 +16,8 @@ from harness_gym.targets.dbbench.db import (
     classify_sqlite,
     md5_of_rows,
     open_database,
-    redact,
 )
+from harness_gym.targets.dbbench.db_mysql import redact
 from harness_gym.targets.dbbench.tasks import DBTask
 
 

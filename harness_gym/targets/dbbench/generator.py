@@ -19,7 +19,7 @@ import random
 from dataclasses import dataclass
 
 from harness_gym.errors import ConfigError
-from harness_gym.targets.dbbench.db import SQLiteDatabase
+from harness_gym.targets.dbbench.db_sqlite import SQLiteDatabase
 from harness_gym.targets.dbbench.tasks import TASK_TYPES, DBTask
 
 SPLITS = {"train": 1000, "valid": 100, "test": 300}
