@@ -67,7 +67,7 @@ def render_observation(packet: Packet, harness: HarnessView) -> str:
             f"harness version {harness.version!r} differs from the packet's "
             f"{packet.harness_version!r}; render the packet with the harness it was built under"
         )
-    parts = [
+    sections = [
         parts.scope,
         _protocol(parts),
         parts.hook_api(),
@@ -76,4 +76,4 @@ def render_observation(packet: Packet, harness: HarnessView) -> str:
         MARKER,
         packet.text,
     ]
-    return clean_text("\n\n".join(parts))
+    return clean_text("\n\n".join(sections))

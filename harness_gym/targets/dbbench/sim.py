@@ -147,10 +147,11 @@ class History:
                     call = ToolCall.from_message_call(c)
                     pending[call.id] = call
             elif msg.get("role") == "tool":
-                call = pending.get(str(msg.get("tool_call_id")))
+                called = pending.get(str(msg.get("tool_call_id")))
                 text = str(msg.get("content") or "")
-                if call is None:
+                if called is None:
                     continue
+                call = called
                 if call.name == "commit_final_answer":
                     cblocked.append(text)
                     advice.add(text)
