@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import gymnasium as gym
 
-ENV_IDS = {"HarnessEdit-DBBench-v0": {"benchmark": "dbbench"}}
+ENV_IDS = {"HarnessEdit-DBBench-v0": {"benchmark": "dbbench"},
+          "HarnessEdit-ALFWorld-v0": {"benchmark": "alfworld"}}
 
 
 def register_envs() -> None:

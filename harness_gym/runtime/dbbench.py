@@ -10,49 +10,17 @@
 """
 from __future__ import annotations
 
-from typing import Any, Awaitable, Callable
 
 from harness_gym.harness.files import Harness
 from harness_gym.models.base import ChatRequest, Sampling
 from harness_gym.runtime.context import derive_seed, system_with_init, window
 from harness_gym.runtime.dbbench_ctx import DBState
+from harness_gym.runtime.episode import EpisodeHooks, Submit, clean_reply, tool_message
 from harness_gym.runtime.hooks import HookRunner
 from harness_gym.runtime.trajectory import COMPLETED, TASK_LIMIT_REACHED, EpisodeResult
 from harness_gym.targets.base import World
 from harness_gym.targets.dbbench.tasks import DBTask
 from harness_gym.types import Message, ToolCall, tool_calls_of
-
-Submit = Callable[[ChatRequest], Awaitable[Message]]
-
-
-class _Episode:
-    def __init__(self, result: EpisodeResult, hooks: HookRunner | None) -> None:
-        self.result = result
-        self.hooks = hooks if hooks is not None and hooks.active else None
-        self.nb: dict[str, Any] = {}
-
-    async def hook(self, point: str, ctx: dict[str, Any], round_index: int) -> list[dict[str, Any]]:
-        if self.hooks is None:
-            return []
-        run = await self.hooks.run(point, ctx, self.nb)
-        self.nb = run.nb
-        for ev in run.events:
-            self.result.events.append({**ev, "round": round_index})
-        return run.effects
-
-    def note(self, round_index: int, point: str, effect: dict[str, Any], applied: bool, note: str) -> None:
-        self.result.events.append(
-            {"kind": "effect", "round": round_index, "point": point, "type": effect.get("type"), "applied": applied, "note": note}
-        )
-
-
-def _clean_reply(reply: Message) -> Message:
-    """Keep only the fields a chat history needs (role, content, tool_calls)."""
-    msg: Message = {"role": "assistant", "content": str(reply.get("content") or "")}
-    if reply.get("tool_calls"):
-        msg["tool_calls"] = reply["tool_calls"]
-    return msg
-
 
 async def run_episode(
     task: DBTask,
@@ -68,7 +36,7 @@ async def run_episode(
     cfg = harness.config()
     max_rounds = int(cfg.get("max_rounds", 20))
     result = EpisodeResult(task.task_id, task.identity(), task.task_type, harness.version, seed)
-    ep = _Episode(result, hooks)
+    ep = EpisodeHooks(result, hooks)
     first = world.reset(task)
     state = DBState.start(task.task_type, task.table_name, task.description, first, max_rounds)
 
@@ -98,7 +66,7 @@ async def run_episode(
             knowledge=task,
             meta={"benchmark": "dbbench", "round": rnd, "episode_seed": seed},
         )
-        reply = _clean_reply(await submit(request))
+        reply = clean_reply(await submit(request))
         messages.append(reply)
         calls = tool_calls_of(reply)
         if not calls:
@@ -110,17 +78,17 @@ async def run_episode(
         hints: list[str] = []
         for call in calls:
             if done:
-                messages.append(_tool_message(call, "Skipped: the final answer was already committed."))
+                messages.append(tool_message(call, "Skipped: the final answer was already committed."))
                 continue
             blocked = await _before_action(ep, state, call, rnd)
             if blocked is not None:
-                messages.append(_tool_message(call, blocked))
+                messages.append(tool_message(call, blocked))
                 continue
             step = world.step(call)
             result.events.append(
                 {"kind": "step", "round": rnd, "tool": call.name, "arguments": call.arguments, "observation": step.observation}
             )
-            messages.append(_tool_message(call, step.observation))
+            messages.append(tool_message(call, step.observation))
             state.after_step(call, step)
             if step.done:
                 done = True
@@ -142,7 +110,7 @@ async def run_episode(
     return result
 
 
-async def _before_action(ep: _Episode, state: DBState, call: ToolCall, rnd: int) -> str | None:
+async def _before_action(ep: EpisodeHooks, state: DBState, call: ToolCall, rnd: int) -> str | None:
     """Run ``on_before_action``; return the block message when a hook blocks the call."""
     blocked = None
     for eff in await ep.hook("on_before_action", state.ctx(call, phase="before_action"), rnd):
@@ -154,5 +122,5 @@ async def _before_action(ep: _Episode, state: DBState, call: ToolCall, rnd: int)
     return blocked
 
 
-def _tool_message(call: ToolCall, content: str) -> Message:
-    return {"role": "tool", "tool_call_id": call.id, "name": call.name, "content": content}
+# Kept for modules written against the old private names; use runtime.episode.
+_Episode, _clean_reply, _tool_message = EpisodeHooks, clean_reply, tool_message

@@ -1,0 +1,54 @@
+"""ALFWorld's ``BenchmarkSpec``: generated scenes or the original games, local or HTTP worlds.
+
+World backends: ``local`` (embedded game, classic grammar), ``local:move`` (the 2024
+``move X to Y`` grammar), ``http://host:port`` (a ``targets/alfworld/server.py``
+process; append ``#move`` for the new grammar) and ``original`` (the ``alfworld``
+package's TextWorld games; needs ``data_dir``/``$ALFWORLD_DATA``).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from harness_gym.errors import ConfigError
+from harness_gym.evaluation.benchmarks import BenchmarkSpec
+from harness_gym.targets.base import World
+
+SPLITS = ("train", "valid_seen", "valid_unseen", "test")
+
+
+def world_factory(backend: str) -> Callable[[], World]:
+    from harness_gym.targets.alfworld.world import ALFWorldWorld
+
+    if backend in ("local", "local:classic"):
+        return lambda: ALFWorldWorld("classic")
+    if backend == "local:move":
+        return lambda: ALFWorldWorld("move")
+    if backend.startswith(("http://", "https://")):
+        from harness_gym.targets.alfworld.remote import RemoteWorld
+
+        url, _, grammar = backend.partition("#")
+        return lambda: RemoteWorld(url, grammar or "classic")
+    if backend == "original":
+        from harness_gym.targets.alfworld.original import OriginalWorld
+
+        return lambda: OriginalWorld()
+    raise ConfigError(
+        f"backend={backend!r}: expected 'local', 'local:move', 'http://host:port[#move]' or 'original' for alfworld"
+    )
+
+
+def spec() -> BenchmarkSpec:
+    from harness_gym.runtime import alfworld as runtime
+    from harness_gym.targets.alfworld import generator
+
+    def load_tasks(split: str, data_dir: Path | None) -> list[Any]:
+        if data_dir is None:
+            return generator.generate_split(split)
+        from harness_gym.targets.alfworld.original import load_split
+
+        return load_split(split, Path(data_dir))
+
+    return BenchmarkSpec("alfworld", load_tasks, world_factory, runtime.run_episode, splits=SPLITS,
+                         default_backend="local", default_split=generator.DEFAULT_SPLIT)

@@ -1,0 +1,127 @@
+"""Room templates: the receptacle and object types AI2-THOR rooms hold, and where they go.
+
+Four room kinds (kitchen, bathroom, bedroom, living room) as in ALFRED's floor plans.
+Each receptacle type has a count range and whether it opens; each object type lists the
+receptacle types it may start in. ``SIMILAR_*`` are the look-alikes that real agents
+confuse (a substitute object, a neighbouring receptacle); ``CAN_CONTAIN`` restricts the
+few receptacles that hold only certain objects (PDDL ``canContain``).
+"""
+from __future__ import annotations
+
+# receptacle type: (openable, min count, max count)
+RECEPTACLES: dict[str, dict[str, tuple[bool, int, int]]] = {
+    "kitchen": {
+        "cabinet": (True, 3, 10), "drawer": (True, 2, 6), "countertop": (False, 1, 3), "diningtable": (False, 0, 1),
+        "sinkbasin": (False, 1, 1), "stoveburner": (False, 2, 4), "fridge": (True, 1, 1), "microwave": (True, 1, 1),
+        "coffeemachine": (False, 1, 1), "toaster": (False, 1, 1), "garbagecan": (False, 1, 1), "shelf": (False, 0, 3),
+    },
+    "bathroom": {
+        "toilet": (False, 1, 1), "sinkbasin": (False, 1, 2), "bathtubbasin": (False, 0, 1), "cabinet": (True, 2, 4),
+        "countertop": (False, 1, 1), "drawer": (True, 0, 4), "shelf": (False, 0, 2), "towelholder": (False, 1, 1),
+        "handtowelholder": (False, 0, 1), "toiletpaperhanger": (False, 1, 1), "garbagecan": (False, 1, 1),
+    },
+    "bedroom": {
+        "bed": (False, 1, 1), "desk": (False, 0, 1), "sidetable": (False, 1, 2), "dresser": (False, 0, 1),
+        "drawer": (True, 2, 6), "shelf": (False, 0, 4), "garbagecan": (False, 1, 1), "safe": (True, 0, 1),
+        "laundryhamper": (False, 0, 1), "armchair": (False, 0, 1),
+    },
+    "livingroom": {
+        "sofa": (False, 1, 1), "armchair": (False, 0, 2), "coffeetable": (False, 1, 1), "sidetable": (False, 1, 2),
+        "diningtable": (False, 0, 1), "tvstand": (False, 0, 1), "cabinet": (True, 0, 4), "drawer": (True, 1, 4),
+        "shelf": (False, 0, 4), "garbagecan": (False, 1, 1), "dresser": (False, 0, 1),
+    },
+}
+_TABLES = ("countertop", "diningtable")
+_PRODUCE = (*_TABLES, "fridge", "garbagecan", "sinkbasin", "microwave")
+_DISHES = ("cabinet", *_TABLES, "sinkbasin", "shelf", "microwave", "fridge")
+_UTENSILS = ("drawer", *_TABLES, "sinkbasin")
+OBJECTS: dict[str, dict[str, tuple[str, ...]]] = {
+    "kitchen": {
+        "apple": _PRODUCE, "tomato": _PRODUCE, "potato": _PRODUCE, "egg": _PRODUCE,
+        "lettuce": (*_TABLES, "fridge", "sinkbasin"), "bread": (*_TABLES, "fridge", "microwave", "cabinet"),
+        "mug": (*_DISHES, "coffeemachine"), "cup": _DISHES, "bowl": _DISHES, "plate": _DISHES,
+        "pan": ("stoveburner", "countertop", "cabinet", "sinkbasin", "diningtable"),
+        "pot": ("stoveburner", "countertop", "cabinet", "sinkbasin", "diningtable", "fridge"),
+        "knife": _UTENSILS, "butterknife": _UTENSILS, "fork": _UTENSILS, "spoon": _UTENSILS,
+        "spatula": _UTENSILS, "ladle": _UTENSILS,
+        "saltshaker": ("cabinet", *_TABLES, "shelf", "drawer"), "peppershaker": ("cabinet", *_TABLES, "shelf", "drawer"),
+        "dishsponge": ("sinkbasin", "countertop", "cabinet", "drawer"), "soapbottle": ("countertop", "cabinet", "sinkbasin", "shelf"),
+        "winebottle": (*_TABLES, "fridge", "cabinet", "shelf"), "kettle": ("stoveburner", "countertop", "cabinet"),
+    },
+    "bathroom": {
+        "soapbar": ("toilet", "sinkbasin", "bathtubbasin", "countertop", "cabinet", "garbagecan"),
+        "soapbottle": ("toilet", "countertop", "cabinet", "shelf", "garbagecan"),
+        "spraybottle": ("toilet", "countertop", "cabinet", "shelf", "garbagecan"),
+        "cloth": ("countertop", "cabinet", "bathtubbasin", "sinkbasin", "drawer", "toilet"),
+        "toiletpaper": ("toiletpaperhanger", "toilet", "cabinet", "countertop", "drawer", "shelf", "garbagecan"),
+        "candle": ("countertop", "cabinet", "toilet", "shelf", "drawer"), "towel": ("towelholder",),
+        "handtowel": ("handtowelholder", "countertop"), "tissuebox": ("countertop", "toilet", "shelf"),
+        "dishsponge": ("sinkbasin", "cabinet", "countertop"), "scrubbrush": ("toilet", "cabinet"),
+    },
+    "bedroom": {
+        "book": ("bed", "desk", "sidetable", "shelf", "dresser", "drawer"),
+        "cellphone": ("bed", "desk", "sidetable", "dresser", "drawer", "shelf"),
+        "pen": ("desk", "sidetable", "drawer", "shelf", "dresser"), "pencil": ("desk", "sidetable", "drawer", "shelf", "dresser"),
+        "keychain": ("desk", "sidetable", "dresser", "drawer", "shelf", "safe"),
+        "creditcard": ("desk", "sidetable", "dresser", "drawer", "shelf"),
+        "alarmclock": ("desk", "sidetable", "dresser", "shelf"), "cd": ("desk", "sidetable", "drawer", "shelf", "safe", "garbagecan"),
+        "laptop": ("bed", "desk", "sidetable", "dresser"), "pillow": ("bed", "armchair"),
+        "mug": ("desk", "sidetable", "shelf", "dresser"), "bowl": ("desk", "sidetable", "shelf", "dresser"),
+    },
+    "livingroom": {
+        "remotecontrol": ("sofa", "armchair", "coffeetable", "sidetable", "tvstand", "dresser", "drawer"),
+        "keychain": ("sofa", "coffeetable", "sidetable", "drawer", "dresser", "cabinet"),
+        "creditcard": ("sofa", "armchair", "coffeetable", "sidetable", "drawer", "dresser"),
+        "newspaper": ("sofa", "armchair", "coffeetable", "sidetable", "diningtable"), "pillow": ("sofa", "armchair"),
+        "box": ("coffeetable", "sidetable", "diningtable", "dresser", "cabinet", "shelf"),
+        "vase": ("shelf", "coffeetable", "sidetable", "diningtable", "tvstand", "cabinet"),
+        "statue": ("shelf", "coffeetable", "sidetable", "diningtable", "dresser", "cabinet"),
+        "watch": ("coffeetable", "sidetable", "drawer", "dresser", "shelf"),
+        "laptop": ("sofa", "coffeetable", "diningtable", "sidetable"), "book": ("coffeetable", "sidetable", "shelf", "sofa"),
+    },
+}
+LAMP_SPOTS = ("desk", "sidetable", "dresser")
+LAMPS = ("desklamp",)
+# what each task type may target, per room (clean/heat/cool need the appliance's room)
+TRANSFORMABLE = {
+    "clean": ("apple", "tomato", "potato", "lettuce", "egg", "mug", "cup", "bowl", "plate", "pan", "pot", "knife",
+              "butterknife", "fork", "spoon", "spatula", "ladle", "soapbar", "cloth", "dishsponge"),
+    "heat": ("apple", "tomato", "potato", "egg", "bread", "mug", "cup", "plate", "bowl"),
+    "cool": ("apple", "tomato", "potato", "lettuce", "bread", "egg", "mug", "cup", "pan", "pot", "bowl", "plate", "winebottle"),
+}
+LOOKABLE = ("book", "cellphone", "pen", "pencil", "keychain", "creditcard", "alarmclock", "cd", "mug", "bowl",
+            "remotecontrol", "watch", "statue", "vase", "box", "newspaper", "pillow", "laptop")
+SIMILAR_OBJECT = {
+    "apple": "tomato", "tomato": "apple", "potato": "apple", "egg": "potato", "lettuce": "tomato", "bread": "potato",
+    "mug": "cup", "cup": "mug", "bowl": "plate", "plate": "bowl", "pan": "pot", "pot": "pan", "kettle": "pot",
+    "knife": "butterknife", "butterknife": "knife", "fork": "spoon", "spoon": "fork", "spatula": "ladle",
+    "ladle": "spatula", "saltshaker": "peppershaker", "peppershaker": "saltshaker", "dishsponge": "cloth",
+    "soapbottle": "soapbar", "soapbar": "soapbottle", "spraybottle": "soapbottle", "winebottle": "soapbottle",
+    "cloth": "handtowel", "towel": "handtowel", "handtowel": "towel", "toiletpaper": "tissuebox",
+    "tissuebox": "toiletpaper", "candle": "soapbottle", "scrubbrush": "cloth",
+    "pen": "pencil", "pencil": "pen", "keychain": "creditcard", "creditcard": "keychain", "cellphone": "remotecontrol",
+    "remotecontrol": "cellphone", "book": "newspaper", "newspaper": "book", "vase": "statue", "statue": "vase",
+    "box": "book", "watch": "alarmclock", "alarmclock": "watch", "cd": "creditcard", "laptop": "book", "pillow": "box",
+}
+SIMILAR_RECEPTACLE = {
+    "countertop": ("diningtable", "shelf"), "diningtable": ("countertop", "sidetable"), "cabinet": ("drawer", "shelf"),
+    "drawer": ("cabinet", "shelf"), "shelf": ("cabinet", "sidetable", "countertop"), "fridge": ("cabinet", "microwave"),
+    "microwave": ("cabinet", "fridge"), "garbagecan": ("countertop", "cabinet"), "sinkbasin": ("bathtubbasin", "countertop"),
+    "bathtubbasin": ("sinkbasin",), "toilet": ("countertop", "garbagecan"), "sidetable": ("desk", "dresser", "coffeetable"),
+    "desk": ("sidetable", "dresser"), "dresser": ("sidetable", "desk"), "coffeetable": ("sidetable", "diningtable"),
+    "sofa": ("armchair",), "armchair": ("sofa",), "bed": ("sofa", "armchair"), "safe": ("drawer",),
+    "tvstand": ("sidetable", "coffeetable"), "coffeemachine": ("countertop",), "stoveburner": ("countertop",),
+}
+CAN_CONTAIN = {
+    "coffeemachine": ("mug", "cup"), "toaster": ("bread",), "towelholder": ("towel",), "handtowelholder": ("handtowel",),
+    "toiletpaperhanger": ("toiletpaper",), "stoveburner": ("pan", "pot", "kettle"),
+}
+# where each room kind's floor plans start (AI2-THOR numbering) and which are held out
+PLAN_BASE = {"kitchen": 0, "livingroom": 200, "bedroom": 300, "bathroom": 400}
+SEEN_PLANS = range(1, 26)    # FloorPlan{base+1..base+25}: train / valid_seen
+UNSEEN_PLANS = range(26, 31)  # FloorPlan{base+26..base+30}: valid_unseen / test
+
+
+def can_contain(recep_type: str, obj_type: str) -> bool:
+    allowed = CAN_CONTAIN.get(recep_type)
+    return allowed is None or obj_type in allowed

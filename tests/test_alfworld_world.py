@@ -1,0 +1,176 @@
+"""ALFWorld world: dynamics, grammar, observation strings, goals, generator splits."""
+from __future__ import annotations
+
+import pytest
+
+from harness_gym.errors import ConfigError
+from harness_gym.targets.alfworld import generator
+from harness_gym.targets.alfworld.game import NOTHING, Game, listing
+from harness_gym.targets.alfworld.goals import TEMPLATES, parse_goal, render_goal
+from harness_gym.targets.alfworld.tasks import APPLIANCE_OF, TASK_TYPES, AlfTask, kind
+from harness_gym.targets.alfworld.world import ALFWorldWorld
+from harness_gym.types import ToolCall
+
+TASKS = generator.generate_split("valid_seen")
+
+
+def tiny(task_type: str = "pick_heat_then_place_in_recep", goal: str = "heat some apple and put it in countertop",
+         dest: str = "countertop", toggle: str = "") -> AlfTask:
+    return AlfTask("t", task_type, goal, "apple", dest, toggle, "kitchen", "FloorPlan1",
+                   (("cabinet 1", True, False), ("countertop 1", False, False), ("microwave 1", True, False),
+                    ("sinkbasin 1", False, False), ("coffeemachine 1", False, False), ("desk 1", False, False)),
+                   (("apple 1", "cabinet 1"), ("tomato 1", "countertop 1"), ("apple 2", "sinkbasin 1"),
+                    ("desklamp 1", "desk 1")))
+
+
+def play(game: Game, *cmds: str) -> list[str]:
+    return [game.step(c) for c in cmds]
+
+
+def solve(task: AlfTask, grammar: str = "classic") -> Game:
+    """A reference solver that uses the task's knowledge (tests only)."""
+    g = Game(task, grammar)
+
+    def go(rec: str) -> None:
+        if g.location != rec:
+            assert g.step(f"go to {rec}") != NOTHING
+        if f"open {rec}" in g.admissible():
+            g.step(f"open {rec}")
+
+    need = 2 if task.task_type == "pick_two_obj_and_place" else 1
+    objs = [o for o, _ in task.objects if kind(o) == task.target_type][:need]
+    dest = next((r for r, _, _ in task.receptacles if kind(r) == task.destination_type), None)
+    for obj in objs:
+        go(g.where[obj])
+        assert g.step(f"take {obj} from {g.location}").startswith("You pick up")
+        if task.transform:
+            app = next(r for r, _, _ in task.receptacles if kind(r) == APPLIANCE_OF[task.transform])
+            go(app)
+            assert g.step(f"{task.transform} {obj} with {app}").startswith(f"You {task.transform} the")
+        if task.task_type == "look_at_obj_in_light":
+            lamp = next(o for o, _ in task.objects if kind(o) == task.toggle_type)
+            go(g.where[lamp])
+            assert g.step(f"use {lamp}") == f"You turn on the {lamp}."
+        else:
+            go(dest)
+            put = f"move {obj} to {dest}" if grammar == "move" else f"put {obj} in/on {dest}"
+            assert g.step(put) != NOTHING
+    return g
+
+
+def test_intro_and_listing_strings() -> None:
+    g = Game(tiny())
+    intro = g.intro()
+    assert intro.startswith("-= Welcome to TextWorld, ALFRED! =-\n\nYou are in the middle of a room. Looking quickly around you, you see a cabinet 1, a coffeemachine 1,")
+    assert intro.endswith("\n\nYour task is to: heat some apple and put it in countertop.")
+    assert listing(["a 1"]) == "a a 1" and listing(["x 1", "y 2"]) == "a x 1, and a y 2" and listing([]) == "nothing"
+
+
+def test_closed_receptacle_must_be_opened_and_strings() -> None:
+    g = Game(tiny())
+    assert g.step("take apple 1 from cabinet 1") == NOTHING
+    arrive = g.step("go to cabinet 1")
+    assert arrive.startswith("You arrive at loc ") and arrive.endswith(". The cabinet 1 is closed.")
+    assert g.step("take apple 1 from cabinet 1") == NOTHING
+    assert g.step("open cabinet 1") == "You open the cabinet 1. The cabinet 1 is open. In it, you see a apple 1."
+    assert g.step("take apple 1 from cabinet 1") == "You pick up the apple 1 from the cabinet 1."
+    assert g.step("take tomato 1 from countertop 1") == NOTHING  # one held object, and not here
+    assert g.step("inventory") == "You are carrying: a apple 1."
+    assert g.step("close cabinet 1") == "You close the cabinet 1."
+    assert g.step("look") == "You are facing the cabinet 1. Next to it, you see nothing."
+
+
+def test_transform_only_at_the_appliance_and_success() -> None:
+    g = Game(tiny())
+    play(g, "go to cabinet 1", "open cabinet 1", "take apple 1 from cabinet 1")
+    assert g.step("heat apple 1 with microwave 1") == NOTHING  # not there
+    g.step("go to countertop 1")
+    assert g.step("put apple 1 in/on countertop 1") == "You put the apple 1 in/on the countertop 1."
+    assert not g.won  # not hot
+    play(g, "take apple 1 from countertop 1", "go to microwave 1")
+    assert "cool apple 1 with microwave 1" not in g.admissible()
+    assert g.step("heat apple 1 with microwave 1") == "You heat the apple 1 using the microwave 1."
+    assert g.step("examine apple 1") == "This is a hot apple 1."
+    play(g, "go to countertop 1", "put apple 1 in/on countertop 1")
+    assert g.won
+
+
+def test_exact_commands_only_and_move_grammar() -> None:
+    g = Game(tiny(), "move")
+    play(g, "go to sinkbasin 1", "take apple 2 from sinkbasin 1")
+    assert g.step("go to countertop 1").startswith("You arrive at countertop 1. On the countertop 1, you see a tomato 1.")
+    assert g.step("put apple 2 in/on countertop 1") == NOTHING
+    assert g.step("put apple 2 on countertop 1") == NOTHING
+    assert "help" in g.admissible()
+    assert g.step("  Move apple 2 to countertop 1 ") == "You move the apple 2 to the countertop 1."
+
+
+def test_lamp_and_containment_rules() -> None:
+    t = tiny("look_at_obj_in_light", "look at apple under the desklamp", "", "desklamp")
+    g = Game(t)
+    play(g, "go to sinkbasin 1", "take apple 2 from sinkbasin 1")
+    assert "use desklamp 1" not in g.admissible()
+    g.step("go to coffeemachine 1")
+    assert not any(c.startswith("put ") for c in g.admissible())  # a coffeemachine holds mugs and cups only
+    g.step("go to desk 1")
+    assert "take desklamp 1 from desk 1" not in g.admissible()
+    assert g.step("use desklamp 1") == "You turn on the desklamp 1." and g.won
+    assert g.step("examine tomato 1") == NOTHING
+
+
+@pytest.mark.parametrize("grammar", ["classic", "move"])
+@pytest.mark.parametrize("task_type", TASK_TYPES)
+def test_every_task_type_is_solvable(task_type: str, grammar: str) -> None:
+    tasks = [t for t in TASKS if t.task_type == task_type][:4]
+    assert tasks
+    for task in tasks:
+        assert not Game(task).goal_met()
+        assert solve(task, grammar).won, task.task_id
+
+
+def test_pick_two_needs_two_distinct_objects() -> None:
+    task = next(t for t in TASKS if t.task_type == "pick_two_obj_and_place")
+    g = Game(task)
+    obj = next(o for o, _ in task.objects if kind(o) == task.target_type)
+    dest = next(r for r, _, _ in task.receptacles if kind(r) == task.destination_type)
+    for cmd in (f"go to {g.where[obj]}", f"open {g.where[obj]}", f"take {obj} from {g.where[obj]}", f"go to {dest}",
+                f"open {dest}", f"put {obj} in/on {dest}", f"take {obj} from {dest}", f"put {obj} in/on {dest}"):
+        g.step(cmd)
+    assert not g.won
+
+
+def test_world_tool_interface() -> None:
+    w = ALFWorldWorld()
+    task = TASKS[0]
+    assert "Your task is to:" in w.reset(task) and w.admissible_commands == sorted(w.admissible_commands)
+    r = w.step(ToolCall("1", "take_action", {"action": "dance"}))
+    assert r.observation == NOTHING and not r.done and r.info["admissible_commands"]
+    assert w.step(ToolCall("2", "other_tool", {"action": "look"})).observation == NOTHING
+    assert w.score == 0.0
+    with pytest.raises(ConfigError, match="grammar"):
+        Game(task, "new")
+
+
+@pytest.mark.parametrize("task_type", TASK_TYPES)
+def test_goal_templates_round_trip(task_type: str) -> None:
+    for variant in (0, 1):
+        text = render_goal(task_type, "apple", "fridge", "desklamp", variant)
+        assert text in {t.format(obj="apple", recep="fridge", toggle="desklamp") for t in TEMPLATES[task_type]}
+        g = parse_goal(f"Your task is to: {text}.")
+        assert g["task_type"] == task_type and g["target_type"] == "apple"
+
+
+def test_splits_separate_seen_and_unseen_layouts_and_are_deterministic() -> None:
+    layouts = {s: {t.layout for t in generator.generate_split(s, 120)} for s in generator.SPLITS}
+    assert layouts["train"] & layouts["valid_seen"]
+    assert not (layouts["train"] | layouts["valid_seen"]) & (layouts["valid_unseen"] | layouts["test"])
+    assert len(generator.generate_split("valid_unseen")) == 134 and len(TASKS) == 140
+    assert generator.DEFAULT_SPLIT == "valid_unseen"
+    again = generator.generate_split("valid_seen")
+    assert [t.identity() for t in again] == [t.identity() for t in TASKS]
+    assert len({t.identity() for t in TASKS}) == len(TASKS)
+    counts = {tt: sum(t.task_type == tt for t in TASKS) for tt in TASK_TYPES}
+    assert min(counts.values()) >= 23
+    assert AlfTask.from_dict(TASKS[3].to_dict()) == TASKS[3]
+    with pytest.raises(ConfigError, match="split"):
+        generator.generate_split("dev")
