@@ -15,8 +15,10 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e '.[plot]'
 	touch $@
 
+# torch first, pinned: the CPU build on local disk (a bare `torch` requirement pulls a multi-GB CUDA build)
 $(VENV)/.installed-test: pyproject.toml $(VENV)/.installed
-	$(BIN)/pip install -q -e '.[test]'
+	$(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q -e '.[test,rl,train]'
 	touch $@
 
 install: $(VENV)/.installed

@@ -121,6 +121,3 @@ async def _before_action(ep: EpisodeHooks, state: DBState, call: ToolCall, rnd: 
             ep.note(rnd, "on_before_action", eff, False, "DBBench ignores rewrite/force, as the original")
     return blocked
 
-
-# Kept for modules written against the old private names; use runtime.episode.
-_Episode, _clean_reply, _tool_message = EpisodeHooks, clean_reply, tool_message

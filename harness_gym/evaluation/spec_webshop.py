@@ -1,0 +1,28 @@
+"""WebShop's ``BenchmarkSpec``: generated or original catalogues, in-process or HTTP worlds.
+
+``backend="local"`` (default) runs the world in this process; ``backend="http://host:port"``
+talks to ``harness_gym.targets.webshop.server`` (one session per episode).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from harness_gym.evaluation.benchmarks import BenchmarkSpec
+from harness_gym.targets.base import World
+
+
+def spec() -> BenchmarkSpec:
+    from harness_gym.runtime import webshop as runtime
+    from harness_gym.targets.webshop.catalog import load_split
+
+    def load_tasks(split: str, data_dir: Path | None) -> list[Any]:
+        return load_split(split, Path(data_dir) if data_dir else None)
+
+    def world_factory(backend: str) -> Callable[[], World]:
+        from harness_gym.targets.webshop.client import world_factory as make
+
+        return make(backend)
+
+    return BenchmarkSpec("webshop", load_tasks, world_factory, runtime.run_episode, default_backend="local")
