@@ -32,6 +32,8 @@ _POLICIES = {
     "noop": "baselines.noop:NoopPolicy",
     "self-refine": "baselines.self_refine:SelfRefinePolicy",
     "template": "baselines.template:TemplatePolicy",
+    "co-harness": "baselines.co_harness.propose:CoHarnessPolicy",
+    "sb3-select": "baselines.sb3_select.policy:SB3SelectPolicy",
 }
 
 
@@ -40,6 +42,10 @@ def available_policies() -> list[str]:
 
 
 def make_policy(name: str, **kwargs: Any) -> Policy:
+    """``name`` or ``name:<path>`` (e.g. ``sb3-select:runs/selector.zip``; the path goes to ``path=``)."""
+    name, _, arg = name.partition(":")
+    if arg:
+        kwargs["path"] = arg
     if name not in _POLICIES:
         raise ConfigError(f"unknown policy {name!r}: expected one of {available_policies()}")
     module, cls = _POLICIES[name].split(":")

@@ -1,0 +1,9 @@
+"""Co-Harness: critic-attributed local diffs, two-set acceptance, a versioned registry,
+alternating with SFT of the target (see docs/co_harness.md)."""
+from baselines.co_harness.critic import CATEGORIES, Attribution, HarnessCritic, ModelCritic, RuleCritic, make_critic
+from baselines.co_harness.edits import Candidate, Fix, make_diff
+from baselines.co_harness.loop import CoHarnessResult, run_co_harness
+from baselines.co_harness.propose import CoHarnessPolicy, propose_candidates
+
+__all__ = ["CATEGORIES", "Attribution", "Candidate", "CoHarnessPolicy", "CoHarnessResult", "Fix", "HarnessCritic",
+           "ModelCritic", "RuleCritic", "make_critic", "make_diff", "propose_candidates", "run_co_harness"]

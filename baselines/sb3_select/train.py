@@ -1,0 +1,149 @@
+"""Train a PPO selector on ``HarnessSelectEnv`` with stable-baselines3, and compare it with ``template``.
+
+``python -m baselines.sb3_select.train --timesteps 512 --out runs/sb3_select.zip``
+trains on the ``train`` split (batches from a pool of ``--seed-pool`` seeds, so rollouts
+are cached after their first visit) and reports mean Δ_B on ``--eval-episodes`` test
+batches against the template policy on the same batches. Needs ``pip install
+stable-baselines3`` (and torch).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+from harness_gym.errors import ConfigError
+
+SB3_EXTRA = "pip install 'torch==2.13.0' stable-baselines3"
+
+
+@dataclass(frozen=True)
+class SelectTrainConfig:
+    benchmark: str = "dbbench"
+    timesteps: int = 512
+    seed: int = 0
+    seed_pool: int | None = 64
+    split: str = "train"
+    batch_size: int = 10
+    n_steps: int = 64
+    learning_rate: float = 3e-3
+    ent_coef: float = 0.01
+
+    def __post_init__(self) -> None:
+        if self.timesteps < 1 or self.n_steps < 2 or self.batch_size < 1:
+            raise ConfigError(f"timesteps={self.timesteps}, n_steps={self.n_steps}, batch_size={self.batch_size}: "
+                              "timesteps and batch_size must be >= 1 and n_steps >= 2")
+
+
+def _sb3() -> Any:
+    try:
+        import stable_baselines3
+    except ImportError:
+        raise ConfigError(f"the sb3-select policy needs stable-baselines3: {SB3_EXTRA}") from None
+    return stable_baselines3
+
+
+def train_selector(cfg: SelectTrainConfig, out: str | Path, env_kwargs: dict[str, Any] | None = None,
+                   verbose: int = 0) -> tuple[Any, list[dict[str, Any]]]:
+    """Train PPO (one-step episodes, gamma 0) and save it to ``out`` with its library names beside it."""
+    from harness_gym.envs.select import HarnessSelectEnv
+
+    sb3 = _sb3()
+    from stable_baselines3.common.callbacks import BaseCallback
+    from stable_baselines3.common.monitor import Monitor
+
+    log: list[dict[str, Any]] = []
+
+    class Rollouts(BaseCallback):
+        def _on_rollout_end(self) -> None:
+            buf = self.model.rollout_buffer
+            log.append({"timesteps": int(self.num_timesteps), "mean_reward": float(buf.rewards.mean()),
+                        "top_action": int(_mode(buf.actions.reshape(-1)))})
+
+        def _on_step(self) -> bool:
+            return True
+
+    env = Monitor(HarnessSelectEnv(cfg.benchmark, seed_pool=cfg.seed_pool, split=cfg.split,
+                                   batch_size=cfg.batch_size, **(env_kwargs or {})))
+    env.reset(seed=cfg.seed)
+    model = sb3.PPO("MlpPolicy", env, n_steps=cfg.n_steps, batch_size=min(cfg.n_steps, 32), n_epochs=8,
+                    gamma=0.0, gae_lambda=1.0, learning_rate=cfg.learning_rate, ent_coef=cfg.ent_coef,
+                    seed=cfg.seed, device="cpu", verbose=verbose, policy_kwargs={"net_arch": [64, 64]})
+    model.learn(total_timesteps=cfg.timesteps, callback=Rollouts())
+    names = env.unwrapped.names
+    env.close()
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    model.save(str(out))
+    meta_path(out).write_text(json.dumps({"benchmark": cfg.benchmark, "library": names}, indent=1), encoding="utf-8")
+    return model, log
+
+
+def meta_path(model_path: str | Path) -> Path:
+    p = Path(model_path)
+    return p.with_name(p.name.removesuffix(".zip") + ".library.json")
+
+
+def _mode(xs: Any) -> int:
+    import numpy as np
+
+    vals, counts = np.unique(np.asarray(xs, dtype=int), return_counts=True)
+    return int(vals[int(np.argmax(counts))])
+
+
+def evaluate_selector(path: str | Path, episodes: int = 20, seed: int = 0, env_id: str = "HarnessEdit-DBBench-v0",
+                      env_kwargs: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Mean Δ_B of the selector and of ``template`` on the same ``episodes`` test batches."""
+    import gymnasium as gym
+
+    from baselines.base import PolicyInput
+    from baselines.sb3_select.policy import SB3SelectPolicy
+    from baselines.template import TemplatePolicy
+
+    policies = {"sb3-select": SB3SelectPolicy(str(path)), "template": TemplatePolicy()}
+    env = gym.make(env_id, **(env_kwargs or {}))
+    rows: dict[str, list[float]] = {k: [] for k in policies}
+    chosen: list[str] = []
+    try:
+        for e in range(episodes):
+            for name, pol in policies.items():
+                obs, info = env.reset(seed=seed + e)
+                patch = pol.propose([PolicyInput(obs, info["packet"], env.unwrapped.config.benchmark)])[0][0]
+                _, r, *_ = env.step(patch)
+                rows[name].append(float(r))
+            chosen.append(policies["sb3-select"].last_choice)
+    finally:
+        env.close()
+    return {"episodes": episodes, "mean": {k: sum(v) / len(v) for k, v in rows.items()}, "per_episode": rows,
+            "choices": chosen}
+
+
+def make_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--benchmark", default="dbbench")
+    p.add_argument("--timesteps", type=int, default=512)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed-pool", type=int, default=64)
+    p.add_argument("--out", default="runs/sb3_select.zip")
+    p.add_argument("--eval-episodes", type=int, default=20)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = make_parser().parse_args(argv)
+    cfg = SelectTrainConfig(benchmark=args.benchmark, timesteps=args.timesteps, seed=args.seed, seed_pool=args.seed_pool)
+    _, log = train_selector(cfg, args.out)
+    for row in log:
+        print(f"timesteps={row['timesteps']:5d} mean_reward={row['mean_reward']:+.4f} top_action={row['top_action']}")
+    if args.eval_episodes:
+        res = evaluate_selector(args.out, episodes=args.eval_episodes)
+        print(f"test, {res['episodes']} episodes: mean Δ_B sb3-select {res['mean']['sb3-select']:+.3f} "
+              f"vs template {res['mean']['template']:+.3f}")
+        print("choices:", dict(sorted({c: res["choices"].count(c) for c in res["choices"]}.items())))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
