@@ -25,7 +25,7 @@ install: $(VENV)/.installed
 install-test: $(VENV)/.installed-test
 
 demo: install
-	$(BIN)/harness-gym bench --env HarnessEdit-DBBench-v0 --policy noop,self-refine,template --episodes $(EPISODES) --out runs/demo.jsonl
+	$(BIN)/harness-gym bench --env HarnessEdit-DBBench-v0,HarnessEdit-WebShop-v0,HarnessEdit-ALFWorld-v0 --policy noop,self-refine,template --episodes $(EPISODES) --out runs/demo.jsonl
 
 test: install-test
 	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --durations=15
