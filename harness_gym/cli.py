@@ -8,6 +8,7 @@ from pathlib import Path
 
 from harness_gym.errors import HarnessGymError
 from harness_gym.evaluation.benchmarks import KNOWN
+from harness_gym.leaderboard import cli as leaderboard_cli
 
 
 def make_parser() -> argparse.ArgumentParser:
@@ -42,6 +43,7 @@ def make_parser() -> argparse.ArgumentParser:
     dl.add_argument("--url", default=None, help="base URL holding the files")
     dl.add_argument("--dest", type=Path, default=None, help="destination folder (default: data/<benchmark>)")
 
+    leaderboard_cli.add_parser(sub)
     sub.add_parser("envs", help="list registered env ids")
     return p
 
@@ -53,6 +55,8 @@ def main(argv: list[str] | None = None) -> int:
             return _bench(args)
         if args.command == "data":
             return _data(args)
+        if args.command == "leaderboard":
+            return int(leaderboard_cli.run(args))
         if args.command == "envs":
             import harness_gym.envs.registration as reg
 

@@ -95,8 +95,9 @@ class Evaluator:
             hooks = HookRunner(harness, self.sandbox)
             error = ""
             for _attempt in range(self.retries + 1):
-                world = self._make_world()
+                world = None
                 try:
+                    world = self._make_world()  # a failed connect is an environment failure too
                     result = await self.spec.run_episode(task, world, harness, hooks, self.batcher.submit, seed=seed, sampling=self.sampling)
                     self.episodes_run += 1
                     return result
@@ -106,7 +107,8 @@ class Evaluator:
                     error = one_line(f"{type(exc).__name__}: {exc}")
                     break
                 finally:
-                    world.close()
+                    if world is not None:
+                        world.close()
             return EpisodeResult(task.task_id, task.identity(), task.task_type, harness.version, seed,
                                  status=ENV_ERROR, error=error)
 
