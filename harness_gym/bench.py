@@ -108,11 +108,14 @@ def summarize(rows: BenchRows, env_id: str) -> list[dict[str, Any]]:
         rewards = [r["reward"] for r in rs]
         valid = [r for r in rs if r["patch_valid"]]
         held = [r["heldout_delta"] for r in rs if r.get("heldout_delta") is not None]
+        # same-batch minus held-out Δ, paired per episode: the transductive overfitting gap
+        gap = [r["delta"] - r["heldout_delta"] for r in rs if r.get("heldout_delta") is not None and r.get("delta") is not None]
         table.append({
             "policy": name, "n": len(rs), "delta": mean_ci(rewards), "valid_rate": len(valid) / len(rs) if rs else 0.0,
             "baseline": sum(r["baseline_score"] for r in rs) / len(rs),
             "patched": sum(r["patched_score"] for r in valid) / len(valid) if valid else float("nan"),
             "heldout": mean_ci(held) if held else None,
+            "gap": mean_ci(gap) if gap else None,
         })
     return table
 
@@ -122,9 +125,10 @@ def render_table(rows: BenchRows, env_id: str) -> str:
     heads = ["policy", "n", "mean Δ_B [95% CI]", "valid", "baseline", "patched"]
     has_held = any(t["heldout"] is not None for t in table)
     if has_held:
-        heads.append("held-out Δ [95% CI]")
+        heads += ["held-out Δ [95% CI]", "same − held-out [95% CI]"]
     lines = [[t["policy"], str(t["n"]), _fmt_ci(t["delta"]), f"{t['valid_rate']:.0%}", f"{t['baseline']:.3f}",
-              "-" if math.isnan(t["patched"]) else f"{t['patched']:.3f}"] + ([_fmt_ci(t["heldout"]) if t["heldout"] else "-"] if has_held else [])
+              "-" if math.isnan(t["patched"]) else f"{t['patched']:.3f}"]
+             + ([_fmt_ci(t["heldout"]) if t["heldout"] else "-", _fmt_ci(t["gap"]) if t["gap"] else "-"] if has_held else [])
              for t in table]
     widths = [max(len(h), *(len(row[i]) for row in lines)) for i, h in enumerate(heads)]
     fmt = lambda cells: "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths)) + " |"  # noqa: E731

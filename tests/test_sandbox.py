@@ -4,6 +4,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -127,16 +128,16 @@ def test_worker_environment_is_scrubbed_and_limited(pool: SandboxPool, monkeypat
     proc = Path(f"/proc/{pid}")
     if not proc.exists():
         pytest.skip("needs /proc")
-    environ = proc.joinpath("environ").read_bytes().split(b"\0")
-    assert [e for e in environ if e] == [b"PATH=/usr/bin:/bin"]
-    cwd = Path(os.readlink(proc / "cwd"))
-    assert cwd.is_dir() and list(cwd.iterdir()) == []
+    environ = [e for e in proc.joinpath("environ").read_bytes().split(b"\0") if e]
+    # bwrap sets PWD after --clearenv; nothing else may reach the worker
+    assert [e for e in environ if not e.startswith(b"PWD=")] == [b"PATH=/usr/bin:/bin"], environ
+    assert os.listdir(proc / "cwd") == []  # through the magic link: the worker's own (empty) cwd
     limits = proc.joinpath("limits").read_text()
     assert any(line.startswith("Max address space") and "1073741824" in line for line in limits.splitlines())
     assert any(line.startswith("Max file size") and line.split()[3] == "0" for line in limits.splitlines())
     fds = os.listdir(proc / "fd")
     assert len(fds) <= 4, fds  # stdin, stdout, stderr, the protocol pipe: no inherited files
-    assert "rlimits" in pool.layers() and "process" in pool.layers()
+    assert "rlimits" in pool.layers() and "process" in pool.layers() and "closed-fds" in pool.layers()
 
 
 def test_worker_builtins_are_exactly_the_safe_ones() -> None:
@@ -223,3 +224,98 @@ def test_closed_pool_refuses_calls() -> None:
 
     with pytest.raises(SandboxError, match="closed"):
         run(call(p, TRIVIAL))
+
+
+# ------------------------------------------------------------------ OS isolation layers
+
+from harness_gym.errors import SandboxError
+from harness_gym.sandbox import isolation as iso_mod
+
+_OS_CHECK = r"""
+import os, socket, sys
+out = []
+s = socket.socket(); s.settimeout(1.0)
+try:
+    s.connect(("127.0.0.1", int(sys.argv[1]))); out.append("connected")
+except OSError:
+    out.append("no-network")
+for path in sys.argv[3:]:
+    out.append(("sees:" if os.path.exists(path) else "hidden:") + path)
+if sys.argv[2] == "try-write":  # only where the filesystem is meant to be read-only
+    try:
+        open("/tmp/hg-escape", "w").close(); out.append("tmp-writable")
+    except OSError:
+        out.append("tmp-readonly")
+print(" ".join(out))
+"""
+
+
+def _available(level: str) -> iso_mod.Isolation:
+    try:
+        return iso_mod.isolation(level)
+    except SandboxError as exc:
+        pytest.skip(f"{level} isolation not available here: {exc}")
+
+
+def _run_inside(iso: iso_mod.Isolation, *paths: str, try_write: bool = False) -> list[str]:
+    import socket
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    listener.setblocking(False)
+    try:
+        cmd = list(iso.prefix) + [iso_mod.python_executable(), "-I", "-S", "-B", "-c", _OS_CHECK,
+                                  str(listener.getsockname()[1]), "try-write" if try_write else "-", *paths]
+        out = subprocess.run(cmd, capture_output=True, env=dict(iso_mod.WORKER_ENV), cwd="/", timeout=30, check=True)
+        with pytest.raises(BlockingIOError):
+            listener.accept()  # nothing ever connected
+    finally:
+        listener.close()
+    return out.stdout.decode().split()
+
+
+def test_bwrap_hides_host_files_network_and_writes() -> None:
+    iso = _available("bwrap")
+    secret_dir = str(Path(__file__).resolve().parents[1])  # the repo (and ../shared data) must be invisible
+    words = _run_inside(iso, secret_dir, "/etc/passwd", "/root", "/proc/1/environ", iso.inner_worker, try_write=True)
+    assert "no-network" in words and "tmp-readonly" in words, words
+    assert f"hidden:{secret_dir}" in words and "hidden:/etc/passwd" in words and "hidden:/proc/1/environ" in words, words
+    assert f"sees:{iso.inner_worker}" in words
+    assert not Path("/tmp/hg-escape").exists()
+    for layer in ("bwrap", "netns-no-network", "readonly-fs", "pidns", "userns-nobody"):
+        assert layer in iso.layers
+
+
+def test_unshare_net_blocks_loopback() -> None:
+    iso = _available("unshare")
+    assert "no-network" in _run_inside(iso)
+    assert iso.layers == ("netns-no-network",)
+
+
+@pytest.mark.parametrize("level", ["bwrap", "unshare", "process"])
+def test_each_isolation_level_runs_hooks_and_says_what_is_active(level: str) -> None:
+    _available(level)
+    p = SandboxPool(workers=1, call_timeout_s=TIMEOUT, isolation=level)
+    try:
+        res = run(call(p, TRIVIAL))
+        assert res.ok and res.value["message"] == "hello"
+        layers = p.layers()
+        assert ("bwrap" in layers) == (level == "bwrap")
+        assert ("netns-no-network" in layers) == (level != "process")
+        (pid,) = p.pids()
+        assert Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[1:3] == [b"-I", b"-S"]  # the interpreter, not bwrap
+    finally:
+        run(p.close())
+
+
+def test_unknown_isolation_level_is_a_clear_error() -> None:
+    with pytest.raises(SandboxError, match="expected auto or one of"):
+        SandboxPool(isolation="docker").layers()
+
+
+def test_auto_picks_the_strongest_and_probes_once() -> None:
+    first = iso_mod.isolation()
+    assert iso_mod.isolation() is first  # cached per process
+    if shutil.which("bwrap") and "bwrap" not in first.note and os.environ.get(iso_mod.ENV_VAR) is None:
+        assert first.level == "bwrap", first.note

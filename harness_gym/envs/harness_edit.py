@@ -34,6 +34,7 @@ from harness_gym.evaluation.cache import RolloutCache
 from harness_gym.evaluation.evaluator import Evaluator
 from harness_gym.evaluation.stats import paired_ci
 from harness_gym.harness.files import Harness
+from harness_gym.harness.leakage import GoldStrings, check_leakage
 from harness_gym.harness.patch import parse_patch
 from harness_gym.models.base import Sampling
 from harness_gym.models.factory import make_backend
@@ -80,6 +81,7 @@ class HarnessEditEnv(gym.Env):
         self._base: Harness = self.default_harness
         self._base_results: list[EpisodeResult] = []
         self._edits = 0
+        self.gold = GoldStrings(benchmark=cfg.benchmark)  # the batch's gold strings, set at reset
 
     # --- gym API ----------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
@@ -103,6 +105,7 @@ class HarnessEditEnv(gym.Env):
         self._heldout_seeds = [int(s) for s in rng.integers(0, 2**31 - 1, size=len(self._heldout))]
         self._base = self.default_harness
         self._edits = 0
+        self.gold = GoldStrings.from_tasks(self.spec_, self._batch + self._heldout, self.default_harness)
         self._base_results = self.evaluator.evaluate(self._base, self._batch, self._seeds)
         obs, packet = self._observe(self._base, self._base_results)
         info = {
@@ -123,6 +126,7 @@ class HarnessEditEnv(gym.Env):
         base = self._base
         try:
             patch = parse_patch(action, base)
+            check_leakage(patch, self.gold, base=base)
             patched = patch.apply(base)
         except PatchError as exc:
             info = {"patch_valid": False, "patch_error": str(exc), "harness_version": base.version,
@@ -173,7 +177,9 @@ class HarnessEditEnv(gym.Env):
         parsed: list[Harness | str] = []
         for text in patches:
             try:
-                parsed.append(parse_patch(text, self._base).apply(self._base))
+                patch = parse_patch(text, self._base)
+                check_leakage(patch, self.gold, base=self._base)
+                parsed.append(patch.apply(self._base))
             except PatchError as exc:
                 parsed.append(str(exc))
         valid = [h for h in parsed if isinstance(h, Harness)]

@@ -4,7 +4,7 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Awaitable, Callable
+from typing import Any, Awaitable, Callable, Sequence
 
 from harness_gym.errors import ConfigError
 from harness_gym.harness.files import Harness
@@ -25,6 +25,9 @@ class BenchmarkSpec:
     splits: tuple[str, ...] = ("train", "valid", "test")
     default_backend: str = "local"
     default_split: str = "test"
+    # Gold strings of a batch's tasks (reference answers, reference solutions, distinctive
+    # data values) that a patch must not contain (``harness/leakage.py``); None: none known.
+    gold_strings: Callable[[Sequence[Any]], Sequence[str]] | None = None
 
     def default_harness(self) -> Harness:
         return Harness.from_dir(self.name, HARNESS_ROOT / self.name / "harness")

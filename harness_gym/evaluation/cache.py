@@ -2,12 +2,19 @@
 
 Patched runs are cached the same way: equivalent patches give the same harness version,
 so a repeated patch costs no rollout. With ``directory`` set, entries persist as JSON.
+
+The in-memory layer is an LRU bounded to ``max_entries`` batch runs (default
+``DEFAULT_MAX_ENTRIES``; a batch-10 run is ~40 KB of JSON, a few times that as objects),
+so a long training or soak run over ever new batches does not grow without bound. An
+evicted entry is recomputed (or re-read from ``directory``) if it is needed again; the
+current batch's baseline stays hot because every step touches it.
 """
 from __future__ import annotations
 
 import json
 import os
 import tempfile
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +22,7 @@ from harness_gym.runtime.trajectory import EpisodeResult
 from harness_gym.targets.base import digest
 
 CACHE_PROTOCOL = "harness-gym-rollout-v1"
+DEFAULT_MAX_ENTRIES = 256
 
 
 def rollout_key(context: dict[str, Any], harness_version: str, task_identities: list[str], seeds: list[int]) -> str:
@@ -24,15 +32,33 @@ def rollout_key(context: dict[str, Any], harness_version: str, task_identities: 
 
 
 class RolloutCache:
-    def __init__(self, directory: str | Path | None = None) -> None:
-        self._mem: dict[str, list[EpisodeResult]] = {}
+    def __init__(self, directory: str | Path | None = None, max_entries: int = DEFAULT_MAX_ENTRIES) -> None:
+        if int(max_entries) < 1:
+            raise ValueError(f"max_entries={max_entries!r}: expected an integer >= 1 (batch runs kept in memory)")
+        self._mem: OrderedDict[str, list[EpisodeResult]] = OrderedDict()
         self.directory = Path(directory) if directory else None
+        self.max_entries = int(max_entries)
         self.hits = 0
         self.misses = 0
+        self.evictions = 0
+
+    @property
+    def entries(self) -> int:
+        """Batch runs held in memory now (at most ``max_entries``). No ``__len__``: an empty
+        cache must stay truthy for ``cache or RolloutCache()`` callers."""
+        return len(self._mem)
+
+    def _remember(self, key: str, results: list[EpisodeResult]) -> None:
+        self._mem[key] = results
+        self._mem.move_to_end(key)
+        while len(self._mem) > self.max_entries:
+            self._mem.popitem(last=False)
+            self.evictions += 1
 
     def get(self, key: str) -> list[EpisodeResult] | None:
         if key in self._mem:
             self.hits += 1
+            self._mem.move_to_end(key)
             return self._mem[key]
         if self.directory is not None:
             path = self.directory / f"{key}.json"
@@ -43,7 +69,7 @@ class RolloutCache:
                 except (ValueError, TypeError):
                     path.unlink(missing_ok=True)  # a torn or foreign file is recomputed, never trusted
                 else:
-                    self._mem[key] = results
+                    self._remember(key, results)
                     self.hits += 1
                     return results
         self.misses += 1
@@ -52,7 +78,7 @@ class RolloutCache:
     def put(self, key: str, results: list[EpisodeResult]) -> None:
         if any(r.is_env_error for r in results):
             return  # incomplete evaluations are never cached
-        self._mem[key] = results
+        self._remember(key, results)
         if self.directory is not None:
             self.directory.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=self.directory, suffix=".tmp")

@@ -163,8 +163,8 @@ def check_hook_code(
     if len(nodes) > MAX_AST_NODES:
         raise PolicyViolation(f"hook code has {len(nodes)} AST nodes, over the {MAX_AST_NODES} limit; simplify it")
     top = {id(f) for f in funcs}
-    for node in nodes:
-        _check_node(node, top, benchmark)
+    for sub in nodes:
+        _check_node(sub, top, benchmark)
     return entries
 
 

@@ -1,11 +1,16 @@
 """A pool of sandbox worker processes that run hook entries for the runtime.
 
 Patch code never runs in this process. Each worker is a fresh interpreter
-(``python -I -S -B worker.py``) with an empty environment, an empty working directory
-and lowered rlimits; it re-checks the AST policy, runs the entry with safe builtins, a
-line budget and an in-process alarm. The time budget is also enforced from here: a
-call that does not answer in time (C-level work ignores alarms) gets its worker killed
-and replaced. Replies are JSON only — nothing from a worker is ever unpickled.
+(``python -I -S -B worker.py``, exec'd — never forked from a process holding worlds,
+scores or gold data) with an empty environment, no inherited file descriptors and lowered
+rlimits, started under the strongest OS isolation this machine allows (``isolation.py``:
+bubblewrap namespaces with a read-only, host-file-free filesystem and no network; else a
+network namespace; else a plain process). ``layers()`` says exactly what is in force.
+The worker re-checks the AST policy and runs the entry with safe builtins, a line budget
+and an in-process alarm. The time budget is also enforced from here: a call that does
+not answer in time (C-level work ignores alarms) gets its worker killed and replaced.
+Replies are JSON only — nothing from a worker is ever unpickled. ``nb`` travels with each
+call and back, so no per-episode state lives in a worker.
 
 Workers are plain ``subprocess.Popen`` pipes driven by ``loop.add_reader``/
 ``add_writer``, so one pool keeps working across event loops (``asyncio.run`` per call).
@@ -19,20 +24,27 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from harness_gym.errors import SandboxError, one_line
+from harness_gym.sandbox.isolation import (
+    POLICY_PATH,
+    WORKER_ENV,
+    WORKER_PATH,
+    Isolation,
+    isolation,
+    python_executable,
+    read_child_pid,
+)
 from harness_gym.sandbox.worker import EncodeError, decode, dumps, encode
 
-WORKER_PATH = Path(__file__).with_name("worker.py")
-POLICY_PATH = Path(__file__).resolve().parent.parent / "harness" / "policy.py"
+__all__ = ["POLICY_PATH", "WORKER_PATH", "CallResult", "SandboxPool"]
 MAX_REPLY_BYTES = 2 * 1024 * 1024
 MAX_CTX_BYTES = 4 * 1024 * 1024
 START_TIMEOUT_S = 20.0
+START_ATTEMPTS = 3
 RECYCLE_CPU_S = 60.0
 INNER_ALARM_FRACTION = 0.8
 
@@ -50,6 +62,7 @@ class CallResult:
 @dataclass(eq=False)
 class _Worker:
     proc: subprocess.Popen
+    pid: int = 0  # the worker interpreter's host pid (under bwrap: not bwrap's own pid)
     known: set[str] = field(default_factory=set)
     buffer: bytearray = field(default_factory=bytearray)
     cpu: float = 0.0
@@ -81,10 +94,16 @@ class _WorkerDied(Exception):
     pass
 
 
+def _wake(fut: asyncio.Future) -> None:
+    if not fut.done():
+        fut.set_result(None)
+
+
 class SandboxPool:
     """Runs ``entry(ctx, nb)`` from hook ``code`` in isolated worker processes."""
 
-    def __init__(self, workers: int = 2, call_timeout_s: float = 2.0, line_budget: int = 2000) -> None:
+    def __init__(self, workers: int = 2, call_timeout_s: float = 2.0, line_budget: int = 2000,
+                 isolation: str | None = None) -> None:
         if workers < 1:
             raise SandboxError(one_line(f"workers must be >= 1, got {workers}"))
         if call_timeout_s <= 0:
@@ -92,6 +111,8 @@ class SandboxPool:
         self.workers = workers
         self.call_timeout_s = float(call_timeout_s)
         self.line_budget = int(line_budget)
+        self._isolation_level = isolation  # None: HARNESS_GYM_SANDBOX or the strongest available
+        self._iso: Isolation | None = None
         self._idle: list[_Worker] = []
         self._all: set[_Worker] = set()  # type: ignore[arg-type]
         self._sem: asyncio.Semaphore | None = None
@@ -102,17 +123,25 @@ class SandboxPool:
 
     # ------------------------------------------------------------------ public
 
+    @property
+    def isolation(self) -> Isolation:
+        """How workers start here (probed once per process; see ``isolation.py``)."""
+        if self._iso is None:
+            self._iso = isolation(self._isolation_level)
+        return self._iso
+
     def layers(self) -> list[str]:
-        """The isolation layers in force."""
-        layers = ["process", "ast-policy", "restricted-builtins", "line-budget", "wall-timeout", "size-caps"]
+        """The isolation layers in force, OS layers only when verified by the probe."""
+        layers = ["process", "clean-exec", "ast-policy", "restricted-builtins", "line-budget", "wall-timeout",
+                  "size-caps"]
         if self._limits or (os.name == "posix" and not self._all):
             layers.append("rlimits")
-        layers.append("scrubbed-env")
+        layers += ["scrubbed-env", "closed-fds", *self.isolation.layers]
         return layers
 
     def pids(self) -> list[int]:
-        """Process ids of the live workers (for diagnostics and tests)."""
-        return sorted(w.proc.pid for w in self._all if w.alive)
+        """Host process ids of the live worker interpreters (for diagnostics and fault tests)."""
+        return sorted(w.pid for w in self._all if w.alive)
 
     async def call(self, code: str, entry: str, benchmark: str, ctx: dict, nb: dict) -> CallResult:
         """Run one hook entry; failures come back as ``CallResult(ok=False, error=…)``."""
@@ -194,25 +223,53 @@ class SandboxPool:
             self._idle.remove(worker)
 
     async def _start(self) -> _Worker:
-        if self._tmp is None or not os.path.isdir(self._tmp):
-            self._tmp = tempfile.mkdtemp(prefix="hg-sandbox-")
-        cmd = [sys.executable, "-I", "-S", "-B", str(WORKER_PATH), str(POLICY_PATH)]
+        """A ready worker; a start killed from outside is retried ``START_ATTEMPTS`` times."""
+        problem = ""
+        for _ in range(START_ATTEMPTS):
+            try:
+                return await self._spawn()
+            except _WorkerDied as exc:
+                problem = str(exc)
+        iso = self.isolation
+        raise SandboxError(one_line(f"sandbox worker ({iso.level}) died during start {START_ATTEMPTS} times ({problem}); "
+                                    f"check that {python_executable()} runs{' under bwrap' if iso.level == 'bwrap' else ''}"))
+
+    async def _spawn(self) -> _Worker:
+        iso = self.isolation
+        if iso.level != "bwrap" and (self._tmp is None or not os.path.isdir(self._tmp)):
+            self._tmp = tempfile.mkdtemp(prefix="hg-sandbox-")  # an empty cwd (bwrap has its own)
+        info_r, info_w = os.pipe() if iso.wants_info_fd else (None, None)
+        cmd = iso.command(python_executable(), info_w)
         try:
             proc = subprocess.Popen(
                 cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                cwd=self._tmp, env={"PATH": "/usr/bin:/bin"}, close_fds=True, start_new_session=True,
+                cwd=self._tmp if iso.level != "bwrap" else "/", env=dict(WORKER_ENV), close_fds=True,
+                pass_fds=() if info_w is None else (info_w,), start_new_session=True,
             )
         except OSError as exc:
-            raise SandboxError(one_line(f"cannot start sandbox worker {cmd[0]!r}: {exc}")) from None
+            if info_r is not None:
+                os.close(info_r)
+            raise SandboxError(one_line(f"cannot start sandbox worker {cmd[0]!r} ({iso.level}): {exc}")) from None
+        finally:
+            if info_w is not None:
+                os.close(info_w)  # the child holds its copy; ours would keep the pipe open
         for stream in (proc.stdin, proc.stdout):
             os.set_blocking(stream.fileno(), False)  # type: ignore[union-attr]
-        worker = _Worker(proc)
+        worker = _Worker(proc, pid=proc.pid)
         self._all.add(worker)
         try:
             ready = await asyncio.wait_for(self._read_line(worker), START_TIMEOUT_S)
-        except (asyncio.TimeoutError, _WorkerDied) as exc:
+        except asyncio.TimeoutError:
             self._discard(worker)
-            raise SandboxError(one_line(f"sandbox worker did not start within {START_TIMEOUT_S:g}s ({type(exc).__name__}); check that {sys.executable} runs")) from None
+            raise SandboxError(one_line(f"sandbox worker ({iso.level}) did not start within {START_TIMEOUT_S:g}s; "
+                                        f"check that {python_executable()} runs")) from None
+        except _WorkerDied:
+            self._discard(worker)
+            raise
+        finally:
+            if info_r is not None:
+                worker.pid = read_child_pid(info_r) or proc.pid
+                os.close(info_r)
         if ready.get("status") != "ready":
             self._discard(worker)
             raise SandboxError(one_line(f"sandbox worker sent {str(ready)[:80]!r} instead of ready"))
@@ -252,7 +309,7 @@ class SandboxPool:
             except (BrokenPipeError, OSError) as exc:
                 raise _WorkerDied(f"write failed: {type(exc).__name__}") from None
             ready = loop.create_future()
-            loop.add_writer(fd, lambda: ready.done() or ready.set_result(None))
+            loop.add_writer(fd, _wake, ready)
             try:
                 await ready
             finally:
@@ -266,7 +323,7 @@ class SandboxPool:
                 chunk = os.read(fd, 1 << 16)
             except BlockingIOError:
                 ready = loop.create_future()
-                loop.add_reader(fd, lambda: ready.done() or ready.set_result(None))
+                loop.add_reader(fd, _wake, ready)
                 try:
                     await ready
                 finally:

@@ -1,0 +1,272 @@
+"""A corpus of hostile patches, each run through the env: contained, scored right, nothing escapes.
+
+Every case ends in one of two ways: a clear one-line ``patch_error`` (the patch never runs;
+reward = ``invalid_patch_reward``) or a runtime no-op (the sandbox stops the hook; the
+reward equals a harmless no-op patch's, and the hook's failure is recorded as an event).
+After every case the env scores a fresh benign patch correctly, no file appeared in the
+sentinel dir, the cwd or /tmp, and the TCP listener on 127.0.0.1 never saw a connection.
+"""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import pytest
+
+import harness_gym  # noqa: F401
+from baselines.hr1 import harness_r1_patch
+from harness_gym.evaluation.cache import RolloutCache
+from harness_gym.harness.patch import parse_patch
+
+ENV_ID = "HarnessEdit-DBBench-v0"
+SEED = 11
+CALL_TIMEOUT_S = 0.5  # short, so C-level hangs cost little; the outer kill enforces it
+SENTINEL = Path("/tmp") / f"hg-hostile-sentinel-{os.getpid()}"
+
+
+class Listener:
+    """A TCP listener on 127.0.0.1 that counts every connection it accepts."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.sock.settimeout(0.1)
+        self.port = self.sock.getsockname()[1]
+        self.accepted = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                continue
+            self.accepted += 1
+            conn.close()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=2)
+        self.sock.close()
+
+
+LISTENER = Listener()  # module level: its port is baked into the corpus below
+PORT = LISTENER.port
+S = str(SENTINEL)
+
+
+def r1(code: str, point: str = "on_post_step") -> str:
+    return harness_r1_patch("dbbench", "Hostile.", {point: code})
+
+
+def hook(body: str, helpers: str = "", point: str = "on_post_step") -> str:
+    return r1(helpers + "def hook(ctx, nb):\n" + "".join(f"    {line}\n" for line in body.splitlines()), point)
+
+
+# name -> (patch text or bytes, needle expected in the patch error / in a hook event's error; '|' = any of)
+REJECT: dict[str, tuple[Any, str]] = {
+    # imports and builtins that reach the OS
+    "import_os": (hook("import os\nreturn os.environ"), "import"),
+    "from_import": (hook("from os import system\nreturn None"), "import"),
+    "dunder_import": (hook("return __import__('os').listdir('/')"), "__import__"),
+    "import_socket": (hook(f"import socket\nsocket.create_connection(('127.0.0.1', {PORT}))"), "import"),
+    "kill_parent": (hook("import os, signal\nos.kill(os.getppid(), signal.SIGKILL)"), "import"),
+    "eval_string": (hook("return eval('1+1')"), "eval"),
+    "exec_string": (hook("exec('import os')"), "exec"),
+    "compile_code": (hook("return compile('1', 'x', 'eval')"), "compile"),
+    "open_file_write": (hook(f"open('{S}/pwned', 'w').write('x')"), "open"),
+    "open_passwd": (hook("return open('/etc/passwd').read()"), "open"),
+    "open_proc_environ": (hook("return open('/proc/self/environ').read()"), "open"),
+    "open_proc_parent": (hook("return open('/proc/' + str(1) + '/cmdline').read()"), "open"),
+    "breakpoint": (hook("breakpoint()"), "breakpoint"),
+    "globals_walk": (hook("return globals()['__builtins__']"), "globals"),
+    "vars_ctx": (hook("return vars(ctx)"), "vars"),
+    "type_ctx": (hook("return type(ctx).__init__"), "forbidden"),
+    # attribute walks to interpreter internals
+    "subclasses_walk": (hook("return ().__class__.__bases__[0].__subclasses__()"), "forbidden attribute"),
+    "globals_of_hook": (hook("return hook.__globals__"), "__globals__"),
+    "getattr_chain": (hook("return getattr(getattr(ctx, 'get'), '__self__')"), "getattr"),
+    "frame_walk": (hook("g = (x for x in [1])\nreturn g.gi_frame.f_back.f_globals"), "forbidden attribute"),
+    "traceback_frame": (hook("try:\n    1 / 0\nexcept Exception as e:\n    return e.__traceback__.tb_frame"), "forbidden attribute"),
+    "mro_walk": (hook("return str.mro()"), "mro"),
+    "math_dict": (hook("return math.__dict__"), "__dict__"),
+    # format strings that read attributes (the AST cannot see inside templates)
+    "format_attr": (hook("return '{0.__class__.__mro__}'.format(ctx)"), "format"),
+    "format_index": (hook("return '{0[state]}'.format(ctx)"), "format"),
+    "format_nonliteral": (hook("t = '{0.__class__}'\nreturn t.format(ctx)"), "format"),
+    "str_format_unbound": (hook("return str.format('{0.__class__}', ctx)"), "format"),
+    "format_map": (hook("return '{x.__class__}'.format_map({'x': ctx})"), "format_map"),
+    "fstring_dunder": (hook("return f'{ctx.__class__}'"), "__class__"),
+    "format_nested_spec": (hook("return '{0:{1.__class__}}'.format(1, ctx)"), "format"),
+    # forbidden statements and shapes
+    "while_true": (hook("while True:\n    pass"), "while"),
+    "lambda": (hook("return (lambda: 1)()"), "lambda"),
+    "class_def": (r1("class X:\n    pass\n\ndef hook(ctx, nb):\n    return None\n"), "class"),
+    "global_state": (hook("global counter\ncounter = 1"), "global"),
+    "raise_exit": (hook("raise SystemExit(1)"), "raise"),
+    "catch_baseexception": (hook("try:\n    return 1\nexcept BaseException:\n    return 2"), "except Exception"),
+    "with_statement": (hook(f"with open('{S}/x', 'w') as fh:\n    pass"), "with"),
+    "decorator": (r1("@staticmethod\ndef hook(ctx, nb):\n    return None\n"), "decorator"),
+    "mutable_default": (r1("def keep(x=[]):\n    return x\n\ndef hook(ctx, nb):\n    keep().append(1)\n"), "scalar"),
+    "nested_def": (hook("def inner():\n    return 1\nreturn inner()"), "nested"),
+    # state that would survive into another patch's or episode's evaluation
+    "shared_class_attr": (hook("SequenceMatcher.leak = 1"), "attribute assignment"),
+    "ctx_attr_assign": (hook("ctx.state.candidate_answer = ['forged']"), "attribute assignment"),
+    "function_attr": (hook("hook.calls = 1"), "attribute assignment"),
+    # the patch text itself
+    "non_utf8_bytes": (b"def on_init(ctx, nb):\n    return {'skills': ['\xff\xfe']}\n", "not UTF-8"),
+    "multi_megabyte": ("# " + "A" * (3 * 1024 * 1024) + "\ndef on_init(ctx, nb):\n    return None\n", "limit"),
+    "nul_byte": ("def on_init(ctx, nb):\n    return None\n\x00", "NUL"),
+    "deep_json": ("{\"actions\": " + "[" * 50_000 + "]" * 50_000 + "}", "JSON"),
+    "path_traversal": ("--- /dev/null\n+++ b/../../etc/cron.d/x\n@@ -0,0 +1 @@\n+* * * * * root true\n", "not allowed"),
+    "hook_shell_file": ("--- /dev/null\n+++ b/hooks/run.sh\n@@ -0,0 +1 @@\n+rm -rf /\n", ".py"),
+    "huge_literal": (hook("return '" + "x" * 2000 + "'"), "700"),
+}
+
+NOOP: dict[str, tuple[str, str]] = {
+    # accepted by the static policy; stopped by the sandbox at run time
+    "infinite_for": (hook("for i in range(10**12):\n    nb['i'] = i"), "line budget"),
+    "deep_recursion": (hook("return f(0)", "def f(n):\n    return f(n + 1)\n"), "recursion"),
+    "mutual_recursion": (hook("return a(0)", "def a(n):\n    return b(n)\n\ndef b(n):\n    return a(n + 1)\n"), "recursion"),
+    "huge_int_power": (hook("return {'skills': [str(10**10**8)]}", point="on_init"), "timeout"),
+    "catastrophic_regex": (hook("return re.match('(a+)+$', 'a' * 40 + 'b')", point="on_init"), "timeout"),
+    "c_level_sum": (hook("return sum(range(10**11))", point="on_init"), "timeout"),
+    "memory_bomb_str": (hook("x = 'a' * (4 * 1024 ** 3)\nreturn len(x)", point="on_init"), "memory"),
+    "memory_bomb_list": (hook("x = [0] * (10 ** 9)\nreturn len(x)", point="on_init"), "memory"),
+    "doubling_string": (hook("x = 'ab'\nfor i in range(40):\n    x = x + x\nreturn len(x)", point="on_init"), "memory|timeout"),
+    "huge_return": (hook("return {'type': 'inject_hint', 'message': 'x' * (10 ** 7)}"), "return value rejected"),
+    "huge_nb": (hook("nb['x'] = ['y' * 1000] * 1000\nreturn None"), "nb rejected"),
+    "unencodable_return": (hook("return re.match('a', 'a')"), "unsupported type"),
+    "unencodable_nb": (hook("nb['m'] = re.match('a', 'a')\nreturn None"), "nb rejected"),
+    "int_to_str_limit": (hook("return {'type': 'inject_hint', 'message': str(10 ** 5000)}"), "exception"),
+    "zero_division": (hook("return 1 / 0"), "ZeroDivisionError"),
+    "ctx_setitem": (hook("ctx['predicates'] = {}\nreturn None"), "read-only"),
+    "ctx_update": (hook("ctx.update({'state': {}})\nreturn None"), "read-only"),
+    "ctx_nested_setitem": (hook("ctx['predicates']['commit_before_sql'] = True\nreturn None"), "read-only"),
+}
+# Accepted and *not* an error, but still a no-op: mutations of the worker's private copy of ctx.
+SILENT_NOOP: dict[str, str] = {
+    "ctx_list_mutation": hook("ctx['dbbench']['sql_history'].append('DROP TABLE x')\nctx['state']['candidate_answer'].clear()\nreturn None", point="on_before_action"),
+    "ctx_copy_mutation": hook("c = ctx.copy()\nc['state'] = {'remaining_rounds': 0}\nnb['c'] = 1\nreturn None"),
+    "nb_poison": hook("nb['score'] = 1.0\nnb['reward'] = 1.0\nnb['success'] = True\nreturn None"),
+}
+
+
+@pytest.fixture(scope="module")
+def env() -> Iterator[Any]:
+    SENTINEL.mkdir(exist_ok=True)
+    e = gym.make(ENV_ID, batch_size=3)
+    e.unwrapped.evaluator.sandbox.call_timeout_s = CALL_TIMEOUT_S
+    e.reset(seed=SEED)
+    yield e
+    e.close()
+    for child in SENTINEL.iterdir():
+        child.unlink()
+    SENTINEL.rmdir()
+
+
+@pytest.fixture(scope="module")
+def noop_reward(env: Any) -> float:
+    _, reward, _, _, info = env.step(hook("return None"))
+    assert info["patch_valid"], info["patch_error"]
+    env.unwrapped.baseline_for_tests = info["baseline_score"]
+    return reward
+
+
+_benign_counter = [0]
+
+
+def _benign(env: Any, noop_reward: float) -> None:
+    """A fresh (uncached) harmless patch still scores exactly like the no-op."""
+    _benign_counter[0] += 1
+    _, reward, _, _, info = env.step(hook(f"nb['k'] = {_benign_counter[0]}\nreturn None"))
+    assert info["patch_valid"] and reward == noop_reward, info.get("patch_error")
+
+
+def _listing() -> dict[str, set[str]]:
+    # cwd: test tooling (.pytest_cache, .hypothesis, runs/ of other tests) may appear concurrently
+    cwd = {n for n in os.listdir(os.getcwd()) if not n.startswith(".") and n != "runs"}
+    return {"sentinel": set(os.listdir(SENTINEL)), "cwd": cwd,
+            "tmp_hostile": {n for n in os.listdir("/tmp") if "pwn" in n or n.startswith("hg-escape")}}
+
+
+def _hook_errors(env: Any, text: Any) -> list[str]:
+    u = env.unwrapped
+    patched = parse_patch(text, u._base).apply(u._base)
+    runs = u.evaluator.evaluate(patched, u._batch, u._seeds)  # cached: the very rollout just scored
+    return [ev["error"] for r in runs for ev in r.events if ev.get("kind") == "hook" and ev.get("error")]
+
+
+def test_corpus_is_large_enough() -> None:
+    assert len(REJECT) + len(NOOP) + len(SILENT_NOOP) >= 40
+
+
+@pytest.mark.parametrize("name", sorted(REJECT))
+def test_rejected_with_a_clear_error(env: Any, noop_reward: float, name: str) -> None:
+    text, needle = REJECT[name]
+    before = _listing()
+    _, reward, _, _, info = env.step(text)
+    assert info["patch_valid"] is False, name
+    err = info["patch_error"]
+    assert isinstance(err, str) and "\n" not in err and len(err) <= 300
+    assert needle.lower() in err.lower(), err
+    assert reward == env.unwrapped.config.invalid_patch_reward < noop_reward
+    _benign(env, noop_reward)
+    assert _listing() == before
+    assert LISTENER.accepted == 0
+
+
+@pytest.mark.parametrize("name", sorted(NOOP))
+def test_runtime_hostility_is_a_recorded_noop(env: Any, noop_reward: float, name: str) -> None:
+    text, needle = NOOP[name]
+    before = _listing()
+    _, reward, _, _, info = env.step(text)
+    assert info["patch_valid"], info["patch_error"]
+    assert reward == noop_reward and info["incomplete"] == []
+    errors = _hook_errors(env, text)
+    assert errors and all("\n" not in e for e in errors)
+    assert any(n.lower() in e.lower() for e in errors for n in needle.split("|")), errors[:3]
+    _benign(env, noop_reward)
+    assert _listing() == before
+    assert LISTENER.accepted == 0
+
+
+@pytest.mark.parametrize("name", sorted(SILENT_NOOP))
+def test_mutating_private_copies_changes_nothing(env: Any, noop_reward: float, name: str) -> None:
+    _, reward, _, _, info = env.step(SILENT_NOOP[name])
+    assert info["patch_valid"], info["patch_error"]
+    assert reward == noop_reward
+    assert info["baseline_score"] == env.unwrapped.baseline_for_tests  # scored against the untouched baseline
+    _benign(env, noop_reward)
+
+
+def test_no_patch_can_touch_the_baseline_cache_or_scoring(env: Any, noop_reward: float) -> None:
+    u = env.unwrapped
+    first = json.dumps([r.to_dict() for r in u._base_results], sort_keys=True)
+    for name in ("nb_poison", "ctx_list_mutation"):
+        env.step(SILENT_NOOP[name])
+    for name in ("huge_nb", "infinite_for", "ctx_update"):
+        env.step(NOOP[name][0])
+    u.evaluator.cache = RolloutCache()  # recompute everything from scratch
+    env.reset(seed=SEED)
+    assert json.dumps([r.to_dict() for r in u._base_results], sort_keys=True) == first
+    _, reward, _, _, _ = env.step(hook("return None"))
+    assert reward == noop_reward
+    assert LISTENER.accepted == 0
+
+
+def test_workers_run_under_the_reported_layers(env: Any) -> None:
+    layers = env.unwrapped.report()["sandbox_layers"]
+    assert {"process", "ast-policy", "restricted-builtins", "wall-timeout", "scrubbed-env", "closed-fds"} <= set(layers)
+    for pid in env.unwrapped.evaluator.sandbox.pids():
+        environ = Path(f"/proc/{pid}/environ").read_bytes()
+        assert b"HARNESS_GYM" not in environ and b"MYSQL" not in environ
