@@ -21,11 +21,19 @@ class EnvConfig:
     concurrency: int = 64
     retries: int = 2
     cache_dir: str | None = None
+    cache_entries: int = 256  # rollouts kept in memory (LRU); cache_dir keeps them all on disk
+    executor: str = "local"  # "local", "ray" or "ray://host:port"
+    sandbox_isolation: str | None = None  # None: the strongest that works here (bwrap > unshare > process)
+    sandbox_timeout_s: float = 2.0  # per hook call, enforced from outside the worker
 
     def __post_init__(self) -> None:
         for name in ("batch_size", "max_edits", "concurrency"):
             if int(getattr(self, name)) < 1:
                 raise ConfigError(f"{name}={getattr(self, name)!r}: expected an integer >= 1")
+        if self.cache_entries < 1 or self.sandbox_timeout_s <= 0:
+            raise ConfigError(f"cache_entries={self.cache_entries} and sandbox_timeout_s={self.sandbox_timeout_s} must be positive")
+        if not (self.executor == "local" or self.executor == "ray" or self.executor.startswith("ray://")):
+            raise ConfigError(f"executor={self.executor!r}: expected 'local', 'ray' or 'ray://host:port'")
         if self.heldout_batch_size < 0 or self.retries < 0:
             raise ConfigError("heldout_batch_size and retries must be >= 0")
         if self.invalid_patch_reward > 0:

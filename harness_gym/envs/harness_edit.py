@@ -17,7 +17,7 @@ Termination
     After ``max_edits`` patches (1 = Harness-R1's single step; >1 = Co-Harness-style
     sequential editing where each valid patch becomes the new base).
 Ids
-    ``HarnessEdit-DBBench-v0``.
+    ``HarnessEdit-DBBench-v0``, ``HarnessEdit-WebShop-v0``, ``HarnessEdit-ALFWorld-v0``.
 """
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ from harness_gym.envs.spaces import FreeText
 from harness_gym.errors import ConfigError, PatchError
 from harness_gym.evaluation.benchmarks import get_benchmark
 from harness_gym.evaluation.cache import RolloutCache
-from harness_gym.evaluation.evaluator import Evaluator
+from harness_gym.evaluation.executors import make_evaluator
 from harness_gym.evaluation.stats import paired_ci
 from harness_gym.harness.files import Harness
 from harness_gym.harness.leakage import GoldStrings, check_leakage
@@ -64,7 +64,9 @@ class HarnessEditEnv(gym.Env):
                 f"{cfg.batch_size + cfg.heldout_batch_size}; lower them or use a larger split"
             )
         self._by_id = {t.task_id: t for t in self._pool}
-        self.evaluator = Evaluator(
+        self._identity = {t.task_id: t.identity() for t in self._pool}  # hashed once, not per reset
+        self.evaluator = make_evaluator(
+            cfg.executor,
             self.spec_,
             make_backend(cfg.target),
             world_backend=self.backend,
@@ -72,7 +74,9 @@ class HarnessEditEnv(gym.Env):
             sampling=Sampling(temperature=cfg.temperature),
             max_concurrency=cfg.concurrency,
             retries=cfg.retries,
-            cache=RolloutCache(cfg.cache_dir),
+            cache=RolloutCache(cfg.cache_dir, max_entries=cfg.cache_entries),
+            sandbox_isolation=cfg.sandbox_isolation,
+            sandbox_timeout_s=cfg.sandbox_timeout_s,
         )
         self._batch: list[Any] = []
         self._seeds: list[int] = []
@@ -93,14 +97,15 @@ class HarnessEditEnv(gym.Env):
             if missing:
                 raise ValueError(f"options['task_ids'] names tasks not in split {self.split!r}: {missing[:3]}")
             self._batch = [self._by_id[t] for t in options["task_ids"]]
-            order = [i for i in rng.permutation(len(self._pool)) if self._pool[i].task_id not in set(options["task_ids"])]
+            chosen = set(options["task_ids"])
+            order = [i for i in rng.permutation(len(self._pool)) if self._pool[i].task_id not in chosen]
         else:
             order = list(rng.permutation(len(self._pool)))
             self._batch = [self._pool[i] for i in order[: self.config.batch_size]]
             order = order[self.config.batch_size :]
         self._seeds = [int(s) for s in rng.integers(0, 2**31 - 1, size=len(self._batch))]
-        batch_ids = {t.identity() for t in self._batch}
-        rest = [self._pool[i] for i in order if self._pool[i].identity() not in batch_ids]
+        batch_ids = {self._identity[t.task_id] for t in self._batch}
+        rest = [self._pool[i] for i in order if self._identity[self._pool[i].task_id] not in batch_ids]
         self._heldout = rest[: self.config.heldout_batch_size]
         self._heldout_seeds = [int(s) for s in rng.integers(0, 2**31 - 1, size=len(self._heldout))]
         self._base = self.default_harness
@@ -129,12 +134,11 @@ class HarnessEditEnv(gym.Env):
             check_leakage(patch, self.gold, base=base)
             patched = patch.apply(base)
         except PatchError as exc:
-            info = {"patch_valid": False, "patch_error": str(exc), "harness_version": base.version,
-                    "base_harness_version": base.version, "baseline_score": _mean(self._base_results),
-                    "patched_score": None, "delta": None, "per_task": []}
             obs, packet = self._observe(base, self._base_results)
-            info["packet"] = packet.to_dict()
-            return obs, float(self.config.invalid_patch_reward), terminated, False, info
+            bad: dict[str, Any] = {"patch_valid": False, "patch_error": str(exc), "harness_version": base.version,
+                                   "base_harness_version": base.version, "baseline_score": _mean(self._base_results),
+                                   "patched_score": None, "delta": None, "per_task": [], "packet": packet.to_dict()}
+            return obs, float(self.config.invalid_patch_reward), terminated, False, bad
         batches = self.evaluator.evaluate_many([base, patched], self._batch, self._seeds)
         before, after = batches
         delta, per_task, incomplete = _compare(before, after)
@@ -170,7 +174,7 @@ class HarnessEditEnv(gym.Env):
     # --- helpers ------------------------------------------------------------------------
     @property
     def batch_digest(self) -> str:
-        return digest({"tasks": [t.identity() for t in self._batch], "seeds": self._seeds})
+        return digest({"tasks": [self._identity[t.task_id] for t in self._batch], "seeds": self._seeds})
 
     def evaluate_patches(self, patches: Sequence[str]) -> list[dict[str, Any]]:
         """Score K candidate patches on the current batch in one concurrent, cached call."""

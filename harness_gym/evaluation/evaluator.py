@@ -38,6 +38,8 @@ class Evaluator:
         max_concurrency: int = 64,
         retries: int = 2,
         sandbox_workers: int = 2,
+        sandbox_isolation: str | None = None,
+        sandbox_timeout_s: float = 2.0,
         cache: RolloutCache | None = None,
     ) -> None:
         self.spec = spec
@@ -45,14 +47,14 @@ class Evaluator:
         self.sampling = sampling
         self.retries = retries
         self.max_concurrency = max_concurrency
-        self.cache = cache or RolloutCache()
+        self.cache = cache if cache is not None else RolloutCache()
         self.context = {"benchmark": spec.name, "target": target_name, "world_backend": world_backend.split("@")[-1],
                         "sampling": [sampling.temperature, sampling.top_p, sampling.max_tokens]}
         self._make_world = spec.world_factory(world_backend)
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="harness-gym-eval", daemon=True)
         self._thread.start()
-        self.sandbox = SandboxPool(workers=sandbox_workers)
+        self.sandbox = SandboxPool(workers=sandbox_workers, call_timeout_s=sandbox_timeout_s, isolation=sandbox_isolation)
         self.batcher = RequestBatcher(backend, max_batch=max_concurrency)
         self.episodes_run = 0
 

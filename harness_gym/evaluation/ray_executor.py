@@ -51,6 +51,8 @@ class WorkerConfig:
     retries: int
     sandbox_workers: int
     max_concurrency: int
+    sandbox_isolation: str | None = None
+    sandbox_timeout_s: float = 2.0
 
 
 # --- worker side: one local Evaluator per worker process and config ----------------------
@@ -67,7 +69,8 @@ def _worker_evaluator(cfg: WorkerConfig, spec: BenchmarkSpec | None) -> Any:
     if ev is None:
         ev = Evaluator(spec or get_benchmark(cfg.benchmark), make_backend(cfg.target_name), world_backend=cfg.world_backend,
                        target_name=cfg.target_name, sampling=cfg.sampling, max_concurrency=cfg.max_concurrency,
-                       retries=cfg.retries, sandbox_workers=cfg.sandbox_workers, cache=RolloutCache(max_entries=1))
+                       retries=cfg.retries, sandbox_workers=cfg.sandbox_workers, cache=RolloutCache(max_entries=1),
+                       sandbox_isolation=cfg.sandbox_isolation, sandbox_timeout_s=cfg.sandbox_timeout_s)
         _WORKER_EVALUATORS[key] = ev
     return ev
 
@@ -112,6 +115,8 @@ class RayEvaluator:
         max_concurrency: int = 64,
         retries: int = 2,
         sandbox_workers: int = 1,
+        sandbox_isolation: str | None = None,
+        sandbox_timeout_s: float = 2.0,
         cache: RolloutCache | None = None,
         max_in_flight: int | None = None,
         max_retries: int = 3,
@@ -131,7 +136,8 @@ class RayEvaluator:
         self.cache = cache or RolloutCache()
         self.context = {"benchmark": spec.name, "target": target_name, "world_backend": world_backend.split("@")[-1],
                         "sampling": [sampling.temperature, sampling.top_p, sampling.max_tokens]}  # = Evaluator's keys
-        self.config = WorkerConfig(spec.name, target_name, world_backend, sampling, retries, sandbox_workers, max_concurrency)
+        self.config = WorkerConfig(spec.name, target_name, world_backend, sampling, retries, sandbox_workers, max_concurrency,
+                                   sandbox_isolation, sandbox_timeout_s)
         cpus = int(self._ray.cluster_resources().get("CPU", 1))
         self.workers = max(1, int(cpus // max(num_cpus_per_task, 1e-9)))
         self.max_in_flight = max_in_flight or 2 * self.workers
