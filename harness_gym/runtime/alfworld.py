@@ -16,14 +16,12 @@ episode as a failure (AgentBench v0.2). Only the first tool call of a reply is u
 """
 from __future__ import annotations
 
-import copy
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from harness_gym.harness.files import Harness
 from harness_gym.models.base import ChatRequest, Sampling
 from harness_gym.runtime.alfworld_ctx import AlfState, process_action
-from harness_gym.runtime.context import derive_seed, system_with_init, window
+from harness_gym.runtime.context import derive_seed, system_with_init, tools_with_hint, window
 from harness_gym.runtime.episode import EpisodeHooks, clean_reply, tool_message
 from harness_gym.runtime.hooks import HookRunner
 from harness_gym.runtime.trajectory import (
@@ -49,17 +47,6 @@ def format_observation(observation: str, admissible: list[str]) -> str:
 
 def first_message(observation: str, admissible: list[str]) -> str:
     return "Here is your task. " + format_observation(observation, admissible)
-
-
-def _tools_with_hint(tools: list[dict[str, Any]], hint: str) -> list[dict[str, Any]]:
-    if not hint:
-        return tools
-    out = copy.deepcopy(tools)
-    for tool in out:
-        fn = tool.get("function") or {}
-        if fn.get("name") == TOOL:
-            fn["description"] = (str(fn.get("description", "")).rstrip() + " " + hint).strip()
-    return out
 
 
 def _admissible_of(world: World) -> list[str]:
@@ -88,16 +75,12 @@ async def run_episode(
     obs0 = first_observation(world.reset(task))
     state = AlfState.start(obs0, _admissible_of(world), max_steps)
 
-    skills: list[str] = []
-    tool_hint = ""
-    for eff in await ep.hook("on_init", state.ctx(phase="init"), 0):
-        skills.extend(eff.get("skills", []))
-        tool_hint = " ".join(x for x in (tool_hint, eff.get("tool_hint", "")) if x)
+    skills, tool_hint = await ep.init(state.ctx(phase="init"))
     messages: list[Message] = [
-        {"role": "system", "content": system_with_init(harness.system_prompt(), skills[:5], "")},
+        {"role": "system", "content": system_with_init(harness.system_prompt(), skills, "")},
         {"role": "user", "content": first_message(obs0, state.admissible)},
     ]
-    tools = _tools_with_hint(harness.tools(), tool_hint)
+    tools = tools_with_hint(harness.tools(), tool_hint, (TOOL,))
     outputs: list[str] = []
     pending_force = ""
     done = repeated = False

@@ -1,7 +1,9 @@
 """Building what the model sees: system prompt with hook skills, history window, seeds."""
 from __future__ import annotations
 
+import copy
 import hashlib
+from typing import Any, Iterable
 
 from harness_gym.types import Message
 
@@ -17,6 +19,19 @@ def system_with_init(system_prompt: str, skills: list[str], tool_hint: str) -> s
     if tool_hint:
         text += "\n\n" + TOOL_HINT_HEADER + "\n" + tool_hint
     return text
+
+
+def tools_with_hint(tools: list[dict[str, Any]], hint: str, names: Iterable[str]) -> list[dict[str, Any]]:
+    """Append an ``on_init`` tool hint to the descriptions of the named tools (WebShop, ALFWorld)."""
+    if not hint:
+        return tools
+    wanted = set(names)
+    out = copy.deepcopy(tools)
+    for tool in out:
+        fn = tool.get("function") or {}
+        if fn.get("name") in wanted:
+            fn["description"] = (str(fn.get("description", "")).rstrip() + " " + hint).strip()
+    return out
 
 
 def window(messages: list[Message], keep_last: int) -> list[Message]:

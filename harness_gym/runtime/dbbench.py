@@ -40,13 +40,9 @@ async def run_episode(
     first = world.reset(task)
     state = DBState.start(task.task_type, task.table_name, task.description, first, max_rounds)
 
-    skills: list[str] = []
-    tool_hint = ""
-    for eff in await ep.hook("on_init", state.ctx(phase="init"), 0):
-        skills.extend(eff.get("skills", []))
-        tool_hint = " ".join(x for x in (tool_hint, eff.get("tool_hint", "")) if x)
+    skills, tool_hint = await ep.init(state.ctx(phase="init"))
     messages: list[Message] = [
-        {"role": "system", "content": system_with_init(harness.system_prompt(), skills[:5], tool_hint)},
+        {"role": "system", "content": system_with_init(harness.system_prompt(), skills, tool_hint)},
         {"role": "user", "content": first},
     ]
     tools = harness.tools()

@@ -29,6 +29,15 @@ class EpisodeHooks:
             self.result.events.append({**ev, "round": round_index})
         return run.effects
 
+    async def init(self, ctx: dict[str, Any]) -> tuple[list[str], str]:
+        """Run ``on_init``: the skills (first 5) and the joined tool hint of every entry."""
+        skills: list[str] = []
+        hints: list[str] = []
+        for eff in await self.hook("on_init", ctx, 0):
+            skills.extend(eff.get("skills", []))
+            hints.append(eff.get("tool_hint", ""))
+        return skills[:5], " ".join(h for h in hints if h)
+
     def note(self, round_index: int, point: str, effect: dict[str, Any], applied: bool, note: str) -> None:
         self.result.events.append(
             {"kind": "effect", "round": round_index, "point": point, "type": effect.get("type"), "applied": applied, "note": note}

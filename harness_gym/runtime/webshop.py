@@ -24,12 +24,11 @@ Hooks:
 """
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from harness_gym.harness.files import Harness
 from harness_gym.models.base import ChatRequest, Sampling
-from harness_gym.runtime.context import derive_seed, system_with_init, window
+from harness_gym.runtime.context import derive_seed, system_with_init, tools_with_hint, window
 from harness_gym.runtime.episode import EpisodeHooks, Submit, clean_reply
 from harness_gym.runtime.hooks import HookRunner
 from harness_gym.runtime.trajectory import COMPLETED, TASK_LIMIT_REACHED, EpisodeResult
@@ -49,17 +48,6 @@ def wrap_action(action: str, tool: str) -> str:
     if "[" in action and action.endswith("]"):
         return action
     return f"search[{action}]" if tool == "search_action" else f"click[{action}]"
-
-
-def tools_with_hint(tools: list[dict[str, Any]], hint: str) -> list[dict[str, Any]]:
-    if not hint:
-        return tools
-    out = copy.deepcopy(tools)
-    for tool in out:
-        fn = tool.get("function") or {}
-        if fn.get("name") in TOOL_NAMES:
-            fn["description"] = (str(fn.get("description", "")).rstrip() + " " + hint).strip()
-    return out
 
 
 def first_argument(call: ToolCall) -> str | None:
@@ -94,13 +82,9 @@ async def run_episode(
     state = WSState.start(task.instruction, task.task_type, max_rounds)
     state.observation = observation
 
-    skills: list[str] = []
-    tool_hint = ""
-    for eff in await ep.hook("on_init", state.ctx(phase="init"), 0):
-        skills.extend(eff.get("skills", []))
-        tool_hint = " ".join(x for x in (tool_hint, eff.get("tool_hint", "")) if x)
-    tools = tools_with_hint(harness.tools(), tool_hint)
-    messages: list[Message] = [{"role": "system", "content": system_with_init(harness.system_prompt(), skills[:5], "")}]
+    skills, tool_hint = await ep.init(state.ctx(phase="init"))
+    tools = tools_with_hint(harness.tools(), tool_hint, TOOL_NAMES)
+    messages: list[Message] = [{"role": "system", "content": system_with_init(harness.system_prompt(), skills, "")}]
     state.see(observation, _available(world))
     keep_last = int(cfg.get("history_window", 0))
     text_only_message = str(cfg.get("text_only_message", "You must call a tool! NEVER respond with only text."))
