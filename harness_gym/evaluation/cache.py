@@ -16,8 +16,9 @@ import os
 import tempfile
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
+from harness_gym.harness.files import Harness
 from harness_gym.runtime.trajectory import EpisodeResult
 from harness_gym.targets.base import digest
 
@@ -85,3 +86,19 @@ class RolloutCache:
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
                 json.dump([r.to_dict() for r in results], fh)
             os.replace(tmp, self.directory / f"{key}.json")
+
+    def lookup(
+        self, context: dict[str, Any], harnesses: Sequence[Harness], tasks: Sequence[Any], seeds: Sequence[int]
+    ) -> tuple[list[str], dict[str, list[EpisodeResult]], dict[str, Harness]]:
+        """Keys in ``harnesses`` order, the cached runs by key, and the harness versions still to run by key."""
+        identities = [t.identity() for t in tasks]
+        keys = [rollout_key(context, h.version, identities, list(seeds)) for h in harnesses]
+        found: dict[str, list[EpisodeResult]] = {}
+        todo: dict[str, Harness] = {}
+        for h, key in zip(harnesses, keys):
+            cached = self.get(key)
+            if cached is not None:
+                found[key] = cached
+            else:
+                todo.setdefault(key, h)
+        return keys, found, todo

@@ -15,7 +15,7 @@ from typing import Any, Coroutine, Sequence, TypeVar
 
 from harness_gym.errors import BackendError, SandboxError, WorldError, one_line
 from harness_gym.evaluation.benchmarks import BenchmarkSpec
-from harness_gym.evaluation.cache import RolloutCache, rollout_key
+from harness_gym.evaluation.cache import RolloutCache
 from harness_gym.harness.files import Harness
 from harness_gym.models.base import ChatBackend, RequestBatcher, Sampling
 from harness_gym.runtime.hooks import HookRunner
@@ -72,16 +72,7 @@ class Evaluator:
 
     # --- async core -----------------------------------------------------------------
     async def arun_many(self, harnesses: Sequence[Harness], tasks: Sequence[Any], seeds: Sequence[int]) -> list[list[EpisodeResult]]:
-        identities = [t.identity() for t in tasks]
-        keys = [rollout_key(self.context, h.version, identities, list(seeds)) for h in harnesses]
-        out: dict[str, list[EpisodeResult]] = {}
-        todo: dict[str, Harness] = {}
-        for h, key in zip(harnesses, keys):
-            cached = self.cache.get(key)
-            if cached is not None:
-                out[key] = cached
-            else:
-                todo.setdefault(key, h)
+        keys, out, todo = self.cache.lookup(self.context, harnesses, tasks, seeds)
         sem = asyncio.Semaphore(self.max_concurrency)
         jobs = {key: [self._episode(h, t, s, sem) for t, s in zip(tasks, seeds)] for key, h in todo.items()}
         flat = await asyncio.gather(*(c for cs in jobs.values() for c in cs))

@@ -24,7 +24,7 @@ from typing import Any
 
 from harness_gym.errors import ConfigError, one_line
 from harness_gym.evaluation.benchmarks import BenchmarkSpec
-from harness_gym.evaluation.cache import RolloutCache, rollout_key
+from harness_gym.evaluation.cache import RolloutCache
 from harness_gym.harness.files import Harness
 from harness_gym.models.base import Sampling
 from harness_gym.runtime.trajectory import ENV_ERROR, EpisodeResult
@@ -155,16 +155,7 @@ class RayEvaluator:
     def evaluate_many(self, harnesses: Sequence[Harness], tasks: Sequence[Any], seeds: Sequence[int]) -> list[list[EpisodeResult]]:
         """Evaluate several harness versions on the same tasks and seeds over the cluster, cached."""
         tasks, seeds = list(tasks), [int(s) for s in seeds]
-        identities = [t.identity() for t in tasks]
-        keys = [rollout_key(self.context, h.version, identities, seeds) for h in harnesses]
-        out: dict[str, list[EpisodeResult]] = {}
-        todo: dict[str, Harness] = {}
-        for h, key in zip(harnesses, keys):
-            cached = self.cache.get(key)
-            if cached is not None:
-                out[key] = cached
-            else:
-                todo.setdefault(key, h)
+        keys, out, todo = self.cache.lookup(self.context, harnesses, tasks, seeds)
         if todo:
             out.update(self._run(todo, tasks, seeds))
         return [out[k] for k in keys]
