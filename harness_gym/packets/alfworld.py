@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from harness_gym.errors import ConfigError
-from harness_gym.packets.dbbench import _content, _function, sanitize
+from harness_gym.packets.text import call_function, head_tail, message_text, sanitize
 from harness_gym.packets.model import FailureTrace, HarnessView, Packet, clean_text
 from harness_gym.runtime.trajectory import ENV_ERROR, EpisodeResult
 from harness_gym.types import Message
@@ -35,14 +35,6 @@ def _flat(text: str) -> str:
     return sanitize(" ".join(str(text).split()))
 
 
-def head_tail(text: str, cap: int) -> str:
-    flat = _flat(text)
-    if len(flat) <= cap:
-        return flat
-    half = (cap - len(MIDDLE)) // 2
-    return flat[:half].rstrip() + MIDDLE + flat[-half:].lstrip()
-
-
 def _observation_of(text: str) -> str:
     return text.split("\nAVAILABLE ACTIONS:")[0]
 
@@ -52,24 +44,24 @@ def render_messages(messages: Sequence[Message]) -> list[str]:
     for i, message in enumerate(messages):
         if not isinstance(message, dict):
             continue
-        role, text = message.get("role"), _content(message)
+        role, text = message.get("role"), message_text(message)
         if role == "system":
             continue
         if role == "user":
             if i < 3 or "Evaluation metadata" in text:
                 head, sep, actions = text.partition("\nAVAILABLE ACTIONS:")
-                lines.append("USER: " + head_tail(head, 1200) + (" AVAILABLE ACTIONS: " + head_tail(actions, 300) if sep else ""))
+                lines.append("USER: " + head_tail(head, 1200, MIDDLE) + (" AVAILABLE ACTIONS: " + head_tail(actions, 300, MIDDLE) if sep else ""))
         elif role == "assistant":
             if text.strip():
-                lines.append("ASSISTANT_TEXT: " + head_tail(text, ASSISTANT_TEXT_CHARS))
+                lines.append("ASSISTANT_TEXT: " + head_tail(text, ASSISTANT_TEXT_CHARS, MIDDLE))
             for call in (message.get("tool_calls") or [])[:1]:
-                fn = _function(call)
+                fn = call_function(call)
                 args = fn.get("arguments", "")
                 if not isinstance(args, str):
                     args = json.dumps(args, ensure_ascii=False)
-                lines.append(f"ASSISTANT_TOOL: {_flat(fn.get('name', ''))} {head_tail(args, 300)}")
+                lines.append(f"ASSISTANT_TOOL: {_flat(fn.get('name', ''))} {head_tail(args, 300, MIDDLE)}")
         elif role == "tool":
-            lines.append("OBSERVATION: " + head_tail(text, OBSERVATION_CHARS))
+            lines.append("OBSERVATION: " + head_tail(text, OBSERVATION_CHARS, MIDDLE))
     return lines
 
 
@@ -85,14 +77,14 @@ def trace_signals(result: EpisodeResult) -> dict[str, Any]:
             if not calls:
                 text_only += 1
             for call in calls[:1]:
-                fn = _function(call)
+                fn = call_function(call)
                 try:
                     args = json.loads(fn.get("arguments") or "{}")
                 except (ValueError, TypeError):
                     args = {}
                 actions.append(" ".join(str(args.get("action", "") if isinstance(args, dict) else "").split()).lower())
         elif role == "tool":
-            observations.append(" ".join(_observation_of(_content(message)).split()))
+            observations.append(" ".join(_observation_of(message_text(message)).split()))
     rep_a = Counter(actions).most_common(3)
     rep_o = Counter(observations).most_common(3)
     return {

@@ -14,6 +14,7 @@ from typing import Any
 
 from harness_gym.errors import ConfigError
 from harness_gym.packets.model import FailureTrace, HarnessView, Packet, clean_text
+from harness_gym.packets.text import call_function, message_text, sanitize
 from harness_gym.runtime.trajectory import ENV_ERROR, EpisodeResult
 from harness_gym.types import Message
 
@@ -30,19 +31,11 @@ OVERVIEW_CHARS = 3000
 TRUNCATED = " ...[truncated]"
 EVIDENCE_TRUNCATED = "\n...[evidence truncated]"
 
-_PRODUCT_ID = re.compile(r"\b[bB]0[0-9a-zA-Z]{8}\b")
-_PATH = re.compile(r"(?<![\w.~])/(?:mnt|root|home|tmp)(?:/[^\s'\"`,;)\]}>]*)?(?![\w-])")
 _SQL_ERROR = re.compile(
     r"\berror\b|syntax|unknown column|unknown table|no such (?:column|table)|doesn't exist"
     r"|^\s*\(?\d{4}[ ,]",
     re.IGNORECASE,
 )
-
-
-def sanitize(text: str) -> str:
-    """Mask product ids and local paths (Harness-R1 §1) and drop control characters."""
-    text = _PRODUCT_ID.sub("[PRODUCT_ID]", clean_text(text))
-    return _PATH.sub("[PATH]", text)
 
 
 def _flat(text: str, cap: int) -> str:
@@ -52,23 +45,8 @@ def _flat(text: str, cap: int) -> str:
     return flat if len(flat) <= cap else flat[:cap].rstrip() + TRUNCATED
 
 
-def _content(message: Message) -> str:
-    content = message.get("content")
-    if content is None:
-        return ""
-    if isinstance(content, list):  # OpenAI content parts
-        parts = [p.get("text", "") if isinstance(p, dict) else str(p) for p in content]
-        return " ".join(str(p) for p in parts)
-    return str(content)
-
-
-def _function(call: Any) -> dict[str, Any]:
-    fn = call.get("function") if isinstance(call, dict) else None
-    return fn if isinstance(fn, dict) else {}
-
-
 def _call_line(call: Any) -> str:
-    fn = _function(call)
+    fn = call_function(call)
     name = str(fn.get("name") or "")
     args = fn.get("arguments", "")
     if not isinstance(args, str):
@@ -82,7 +60,7 @@ def render_messages(messages: Sequence[Message], max_messages: int = MAX_MESSAGE
     lines: list[str] = []
     for message in shown[:max_messages]:
         role = message.get("role")
-        text = _content(message)
+        text = message_text(message)
         if role == "assistant":
             if text.strip():
                 lines.append("ASSISTANT_TEXT: " + _flat(text, ASSISTANT_TEXT_CHARS))
@@ -111,13 +89,13 @@ def trace_signals(result: EpisodeResult) -> dict[str, Any]:
             if not calls:
                 text_only += 1
             for call in calls:
-                fn = _function(call)
+                fn = call_function(call)
                 if fn.get("name") == "execute_sql":
                     sql.append(" ".join(str(fn.get("arguments", "")).split()).lower())
                 elif fn.get("name") == "commit_final_answer":
                     commits += 1
         elif role == "tool":
-            text = _content(message).strip()
+            text = message_text(message).strip()
             if text in ("", "[]", "()"):
                 empty += 1
             elif _SQL_ERROR.search(text[:400]):

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from harness_gym.errors import ConfigError
-from harness_gym.packets.dbbench import _content, _function, sanitize
+from harness_gym.packets.text import call_function, head_tail, message_text, sanitize
 from harness_gym.packets.model import FailureTrace, HarnessView, Packet, clean_text
 from harness_gym.runtime.trajectory import ENV_ERROR, TASK_LIMIT_REACHED, EpisodeResult
 from harness_gym.types import Message
@@ -40,34 +40,26 @@ def _cap(text: str, cap: int) -> str:
     return flat if len(flat) <= cap else flat[: cap - 3].rstrip() + "..."
 
 
-def _head_tail(text: str, cap: int) -> str:
-    flat = sanitize(_one_line(text))
-    if len(flat) <= cap:
-        return flat
-    half = (cap - len(MIDDLE)) // 2
-    return flat[:half].rstrip() + MIDDLE + flat[-half:].lstrip()
-
-
 def render_messages(messages: Sequence[Message]) -> list[str]:
     lines: list[str] = []
     for i, message in enumerate(messages):
         if not isinstance(message, dict):
             continue
-        role, text = message.get("role"), _content(message)
+        role, text = message.get("role"), message_text(message)
         if role == "system":
             continue
         if role == "assistant":
             if text.strip():
                 lines.append("ASSISTANT_TEXT: " + _cap(text, ASSISTANT_TEXT_CHARS))
             for call in message.get("tool_calls") or []:
-                fn = _function(call)
+                fn = call_function(call)
                 args = fn.get("arguments", "")
                 if not isinstance(args, str):
                     args = json.dumps(args, ensure_ascii=False)
                 lines.append(f"ASSISTANT_TOOL: {sanitize(str(fn.get('name') or ''))} {_cap(args, ASSISTANT_TEXT_CHARS)}")
         elif role == "tool" or (role == "user" and (i < 3 or "Evaluation metadata" in text)):
             if text.strip():
-                lines.append("OBSERVATION: " + _head_tail(text, OBSERVATION_CHARS))
+                lines.append("OBSERVATION: " + head_tail(text, OBSERVATION_CHARS, MIDDLE))
     return lines
 
 
@@ -83,7 +75,7 @@ def trace_signals(result: EpisodeResult) -> dict[str, Any]:
         if not calls:
             text_only += 1
             continue
-        fn = _function(calls[0])
+        fn = call_function(calls[0])
         try:
             args = json.loads(fn.get("arguments") or "{}")
         except (TypeError, ValueError):
