@@ -236,8 +236,9 @@ def test_killed_sandbox_workers_mid_batch_leave_a_noop_and_a_working_env() -> No
             crashed += [e for e in errors if "worker crashed" in e]
         assert crashed, "a kill should have hit a call in flight and been recorded on the trajectory"
         assert sum(not r.is_env_error for r in runs) >= 4
-        # the pool recovered: the env scores the next patches with live workers
-        _, reward, _, _, info = env.step(busy)
+        # the pool recovered: the env scores the next patch with live workers (a new harness version,
+        # so the step cannot be answered from the rollout cache without calling a hook)
+        _, reward, _, _, info = env.step(busy + "\n# a new harness version\n")
         assert info["patch_valid"] and info["incomplete"] == [] and reward == 0.0
         assert 1 <= len(pool.pids()) <= 2
     finally:
