@@ -1,4 +1,4 @@
-"""``harness-gym`` command line: bench, data verify/download, envs."""
+"""``harness-gym`` command line: bench, data verify/download, leaderboard, docker, envs."""
 from __future__ import annotations
 
 import argparse
@@ -9,6 +9,7 @@ from pathlib import Path
 from harness_gym.errors import HarnessGymError
 from harness_gym.evaluation.benchmarks import KNOWN
 from harness_gym.leaderboard import cli as leaderboard_cli
+from harness_gym.targets.docker import cli as docker_cli
 
 
 def make_parser() -> argparse.ArgumentParser:
@@ -27,7 +28,7 @@ def make_parser() -> argparse.ArgumentParser:
     b.add_argument("--batch-size", type=int, default=None)
     b.add_argument("--heldout-batch-size", type=int, default=None)
     b.add_argument("--data-dir", default=None, help="original task data (default: the embedded generator)")
-    b.add_argument("--backend", default=None, help="world backend, e.g. sqlite or mysql://user:pass@host:port")
+    b.add_argument("--backend", default=None, help="world backend, e.g. sqlite, mysql://user:pass@host:port or docker[?network=host]")
     b.add_argument("--no-progress", action="store_true")
     b.add_argument("--no-plot", action="store_true")
 
@@ -44,6 +45,7 @@ def make_parser() -> argparse.ArgumentParser:
     dl.add_argument("--dest", type=Path, default=None, help="destination folder (default: data/<benchmark>)")
 
     leaderboard_cli.add_parser(sub)
+    docker_cli.add_parser(sub)
     sub.add_parser("envs", help="list registered env ids")
     return p
 
@@ -57,6 +59,8 @@ def main(argv: list[str] | None = None) -> int:
             return _data(args)
         if args.command == "leaderboard":
             return int(leaderboard_cli.run(args))
+        if args.command == "docker":
+            return int(docker_cli.run(args))
         if args.command == "envs":
             import harness_gym.envs.registration as reg
 

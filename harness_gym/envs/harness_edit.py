@@ -21,8 +21,9 @@ Ids
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import gymnasium as gym
 
@@ -42,6 +43,7 @@ from harness_gym.packets.prompt import render_observation
 from harness_gym.packets.registry import packet_builder
 from harness_gym.runtime.trajectory import EpisodeResult
 from harness_gym.targets.base import digest
+
 
 class HarnessEditEnv(gym.Env):
     metadata = {"render_modes": []}
@@ -65,19 +67,32 @@ class HarnessEditEnv(gym.Env):
             )
         self._by_id = {t.task_id: t for t in self._pool}
         self._identity = {t.task_id: t.identity() for t in self._pool}  # hashed once, not per reset
-        self.evaluator = make_evaluator(
-            cfg.executor,
-            self.spec_,
-            make_backend(cfg.target),
-            world_backend=self.backend,
-            target_name=cfg.target,
-            sampling=Sampling(temperature=cfg.temperature),
-            max_concurrency=cfg.concurrency,
-            retries=cfg.retries,
-            cache=RolloutCache(cfg.cache_dir, max_entries=cfg.cache_entries),
-            sandbox_isolation=cfg.sandbox_isolation,
-            sandbox_timeout_s=cfg.sandbox_timeout_s,
-        )
+        self.containers = None  # backend="docker[?…]": the target's container, removed on close
+        world_backend = self.backend
+        if self.backend.partition("?")[0] == "docker":
+            from harness_gym.targets.docker import start_target
+
+            self.containers = start_target(cfg.benchmark, self.backend, data_dir=cfg.data_dir)
+            world_backend = self.containers.backend
+        try:
+            self.evaluator = make_evaluator(
+                cfg.executor,
+                self.spec_,
+                make_backend(cfg.target),
+                world_backend=world_backend,
+                world_label=self.backend,  # rollouts cache by backend kind, not by a container's port
+                target_name=cfg.target,
+                sampling=Sampling(temperature=cfg.temperature),
+                max_concurrency=cfg.concurrency,
+                retries=cfg.retries,
+                cache=RolloutCache(cfg.cache_dir, max_entries=cfg.cache_entries),
+                sandbox_isolation=cfg.sandbox_isolation,
+                sandbox_timeout_s=cfg.sandbox_timeout_s,
+            )
+        except BaseException:
+            if self.containers is not None:
+                self.containers.close()
+            raise
         self._batch: list[Any] = []
         self._seeds: list[int] = []
         self._heldout: list[Any] = []
@@ -167,8 +182,12 @@ class HarnessEditEnv(gym.Env):
         return obs, float(delta), terminated, False, info
 
     def close(self) -> None:
-        if hasattr(self, "evaluator"):
-            self.evaluator.close()
+        try:
+            if hasattr(self, "evaluator"):
+                self.evaluator.close()
+        finally:
+            if getattr(self, "containers", None) is not None:
+                self.containers.close()
         super().close()
 
     # --- helpers ------------------------------------------------------------------------

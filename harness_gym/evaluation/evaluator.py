@@ -33,6 +33,7 @@ class Evaluator:
         backend: ChatBackend,
         *,
         world_backend: str = "sqlite",
+        world_label: str | None = None,
         target_name: str = "sim",
         sampling: Sampling = Sampling(),
         max_concurrency: int = 64,
@@ -48,7 +49,7 @@ class Evaluator:
         self.retries = retries
         self.max_concurrency = max_concurrency
         self.cache = cache if cache is not None else RolloutCache()
-        self.context = {"benchmark": spec.name, "target": target_name, "world_backend": world_backend.split("@")[-1],
+        self.context = {"benchmark": spec.name, "target": target_name, "world_backend": (world_label or world_backend).split("@")[-1],
                         "sampling": [sampling.temperature, sampling.top_p, sampling.max_tokens]}
         self._make_world = spec.world_factory(world_backend)
         self._loop = asyncio.new_event_loop()

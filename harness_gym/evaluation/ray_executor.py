@@ -110,6 +110,7 @@ class RayEvaluator:
         spec: BenchmarkSpec,
         *,
         world_backend: str = "sqlite",
+        world_label: str | None = None,
         target_name: str = "sim",
         sampling: Sampling = Sampling(),  # noqa: B008 - frozen dataclass, same default as Evaluator
         max_concurrency: int = 64,
@@ -134,7 +135,7 @@ class RayEvaluator:
         self.retries = retries
         self.max_retries = max_retries
         self.cache = cache or RolloutCache()
-        self.context = {"benchmark": spec.name, "target": target_name, "world_backend": world_backend.split("@")[-1],
+        self.context = {"benchmark": spec.name, "target": target_name, "world_backend": (world_label or world_backend).split("@")[-1],
                         "sampling": [sampling.temperature, sampling.top_p, sampling.max_tokens]}  # = Evaluator's keys
         self.config = WorkerConfig(spec.name, target_name, world_backend, sampling, retries, sandbox_workers, max_concurrency,
                                    sandbox_isolation, sandbox_timeout_s)

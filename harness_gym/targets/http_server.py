@@ -68,6 +68,7 @@ class JSONHandler(BaseHTTPRequestHandler):
         return
 
     def _send(self, code: int, body: dict[str, Any]) -> None:
+        self.server.last_request = time.monotonic()  # type: ignore[attr-defined]  # every answer is activity
         data = json.dumps(body).encode()
         self.send_response(code)
         self.send_header("Content-Type", "application/json")
@@ -94,37 +95,49 @@ class JSONHandler(BaseHTTPRequestHandler):
             self._send(400, {"error": f"{type(exc).__name__}: {exc}"})
 
 
-def make_world_server(name: str, route: Route, host: str, port: int, session_timeout: float) -> ThreadingHTTPServer:
-    """A ready server (not yet serving); ``port=0`` picks a free port (``server.server_address``)."""
+def make_world_server(name: str, route: Route, host: str, port: int, session_timeout: float,
+                      exit_after_idle: float = 0.0) -> ThreadingHTTPServer:
+    """A ready server (not yet serving); ``port=0`` picks a free port (``server.server_address``).
+
+    ``exit_after_idle > 0``: ``serve_forever`` returns once no request (``/health`` included)
+    came for that many seconds.
+    """
     store: SessionStore[Any] = SessionStore(session_timeout)
     handler = type(f"{name}Handler", (JSONHandler,), {"store": store, "route": staticmethod(route)})
     server = ThreadingHTTPServer((host, port), handler)
     server.daemon_threads = True
     server.store = store  # type: ignore[attr-defined]
+    server.last_request = time.monotonic()  # type: ignore[attr-defined]
 
     def reaper() -> None:
+        period = max(0.05, min(30.0, session_timeout / 4, exit_after_idle / 4 if exit_after_idle > 0 else 30.0))
         while True:
-            time.sleep(max(0.05, min(30.0, session_timeout / 4)))
+            time.sleep(period)
             store.reap()
+            if exit_after_idle > 0 and time.monotonic() - server.last_request > exit_after_idle:  # type: ignore[attr-defined]
+                server.shutdown()  # serve_forever returns; the process exits
+                return
 
     threading.Thread(target=reaper, name=f"{name}-session-reaper", daemon=True).start()
     return server
 
 
-def serve_main(name: str, make_server: Callable[[str, int, float], ThreadingHTTPServer], argv: list[str] | None,
+def serve_main(name: str, make_server: Callable[[str, int, float, float], ThreadingHTTPServer], argv: list[str] | None,
                prepare: Callable[[argparse.Namespace], None] | None = None,
                extra_args: Callable[[argparse.ArgumentParser], None] | None = None) -> int:
-    """``python -m harness_gym.targets.<name>.server [--host H] [--port P] [--session-timeout S]``."""
+    """``python -m harness_gym.targets.<name>.server [--host H] [--port P] [--session-timeout S] [--exit-after-idle S]``."""
     ap = argparse.ArgumentParser(description=f"Serve the {name} world over HTTP.")
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, default=8765)
     ap.add_argument("--session-timeout", type=float, default=600.0)
+    ap.add_argument("--exit-after-idle", type=float, default=0.0,
+                    help="exit once no request came for this many seconds (0: never)")
     if extra_args:
         extra_args(ap)
     args = ap.parse_args(argv)
     if prepare:
         prepare(args)
-    server = make_server(args.host, args.port, args.session_timeout)
+    server = make_server(args.host, args.port, args.session_timeout, args.exit_after_idle)
     host, port = server.server_address[:2]
     print(f"{name} server on http://{host!s}:{port}", flush=True)
     try:

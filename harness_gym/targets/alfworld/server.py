@@ -43,9 +43,10 @@ def route(store: SessionStore[ALFWorldWorld], path: str, body: dict[str, Any]) -
     raise KeyError(f"no route POST {path}")
 
 
-def make_server(host: str = "127.0.0.1", port: int = 0, session_timeout: float = 600.0) -> ThreadingHTTPServer:
+def make_server(host: str = "127.0.0.1", port: int = 0, session_timeout: float = 600.0,
+                exit_after_idle: float = 0.0) -> ThreadingHTTPServer:
     """A ready server (not yet serving); ``port=0`` picks a free port (``server.server_address``)."""
-    return make_world_server("alfworld", route, host, port, session_timeout)
+    return make_world_server("alfworld", route, host, port, session_timeout, exit_after_idle)
 
 
 def main(argv: list[str] | None = None) -> int:

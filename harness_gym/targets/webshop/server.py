@@ -39,9 +39,10 @@ def route(store: SessionStore[WebShopWorld], path: str, body: dict[str, Any]) ->
     raise KeyError(f"unknown path {path}")
 
 
-def make_server(host: str = "127.0.0.1", port: int = 0, session_timeout: float = 600.0) -> ThreadingHTTPServer:
+def make_server(host: str = "127.0.0.1", port: int = 0, session_timeout: float = 600.0,
+                exit_after_idle: float = 0.0) -> ThreadingHTTPServer:
     """A ready server (not yet serving); ``port=0`` picks a free port (``server.server_address``)."""
-    return make_world_server("webshop", route, host, port, session_timeout)
+    return make_world_server("webshop", route, host, port, session_timeout, exit_after_idle)
 
 
 def _preload(args: argparse.Namespace) -> None:
