@@ -214,3 +214,40 @@ def test_bench_reports_same_batch_and_heldout_delta_side_by_side(tmp_path: Path,
     deltas = [r["delta"] - r["heldout_delta"] for r in rows if r["policy"] == "template"]
     assert t["gap"].n == 3 and abs(t["gap"].mean - sum(deltas) / 3) < 1e-12
     assert t["heldout"].lo <= t["heldout"].mean <= t["heldout"].hi
+
+
+@pytest.mark.parametrize("env_id,benchmark", [("HarnessEdit-WebShop-v0", "webshop"), ("HarnessEdit-ALFWorld-v0", "alfworld")])
+def test_webshop_titles_and_alfworld_hiding_places_are_gold_and_innocent_patches_pass(env_id: str, benchmark: str) -> None:
+    e = gym.make(env_id, batch_size=5, heldout_batch_size=5)
+    u = e.unwrapped
+    try:
+        _, info = e.reset(seed=4)
+        task = u._heldout[0]  # held-out tasks are gold too
+        if benchmark == "webshop":
+            secret = task.goal["name"]
+        else:
+            obj, where = next((o, w) for o, w in task.objects if o.split(" ")[0] == task.target_type)
+            secret = f"{task.target_type}s are usually in {where.split(' ')[0]} {where.split(' ')[1]}"
+        leak = harness_r1_patch(benchmark, "Generic hint.", {"on_post_step": _hint_hook(f"Remember: {secret}.")})
+        _, reward, _, _, step_info = e.step(leak)
+        assert step_info["patch_valid"] is False and "task data" in step_info["patch_error"], step_info["patch_error"]
+        assert "\n" not in step_info["patch_error"] and reward == u.config.invalid_patch_reward
+        checked, rejected = 0, []
+        examples = [p.read_text(encoding="utf-8") for p in EXAMPLES]
+        for seed in range(8):
+            obs, info = e.reset(seed=seed)
+            texts = examples + [t for n in ("template", "self-refine", "noop")
+                                for t in make_policy(n).propose([PolicyInput(obs, info["packet"], benchmark)], k=2)[0]]
+            for text in texts:
+                try:
+                    patch = parse_patch(text, u._base)
+                except PatchError:
+                    continue
+                checked += 1
+                try:
+                    check_leakage(patch, u.gold, base=u._base)
+                except PatchError as exc:
+                    rejected.append(str(exc))
+        assert checked >= 50 and rejected == [], rejected[:3]
+    finally:
+        e.close()

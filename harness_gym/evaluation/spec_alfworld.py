@@ -7,7 +7,7 @@ package's TextWorld games; needs ``data_dir``/``$ALFWORLD_DATA``).
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -51,4 +51,20 @@ def spec() -> BenchmarkSpec:
         return load_split(split, Path(data_dir))
 
     return BenchmarkSpec("alfworld", load_tasks, world_factory, runtime.run_episode, splits=SPLITS,
-                         default_backend="local", default_split=generator.DEFAULT_SPLIT)
+                         default_backend="local", default_split=generator.DEFAULT_SPLIT, gold_strings=gold_strings)
+
+
+def gold_strings(tasks: Sequence[Any]) -> list[str]:
+    """What an ALFWorld patch must not contain: where each task's target objects are hidden.
+
+    For every object of the task's target type, its instance name (``keychain 1``) and the
+    receptacle it starts in (``drawer 2``): the answer to "where is it", which the agent has
+    to find by exploring. Receptacle names of the room and the goal text are shown to the
+    agent and are not gold. (Original games, loaded from files, carry no scene: none.)"""
+    out: list[str] = []
+    for task in tasks:
+        target = str(getattr(task, "target_type", "") or "")
+        for obj, where in getattr(task, "objects", ()) or ():
+            if target and str(obj).split(" ")[0] == target:
+                out += [str(obj), str(where)]
+    return out

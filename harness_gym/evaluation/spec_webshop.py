@@ -5,7 +5,7 @@ talks to ``harness_gym.targets.webshop.server`` (one session per episode).
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,4 +25,16 @@ def spec() -> BenchmarkSpec:
 
         return make(backend)
 
-    return BenchmarkSpec("webshop", load_tasks, world_factory, runtime.run_episode, default_backend="local")
+    return BenchmarkSpec("webshop", load_tasks, world_factory, runtime.run_episode, default_backend="local",
+                         gold_strings=gold_strings)
+
+
+def gold_strings(tasks: Sequence[Any]) -> list[str]:
+    """What a WebShop patch must not contain: each goal's product id (ASIN) and product title.
+
+    The instruction, its attributes and options are shown to the agent and are not gold."""
+    out: list[str] = []
+    for task in tasks:
+        goal = task.goal
+        out += [str(goal.get("asin", "")), str(goal.get("name", ""))]
+    return [s for s in out if s.strip()]

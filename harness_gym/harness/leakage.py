@@ -7,8 +7,9 @@ after ``parse_patch``, on *everything* a patch adds:
 - the Harness-R1 regexes (ASIN-like ids, ``task #N``, ``webshop_N``/``alfworld_N``) and,
   for ALFWorld, numbered instance actions (``go to shelf 1``), in every added line of a
   prompt, skill or config file, and in every string literal of a hook;
-- the batch's gold strings (reference answers, reference SQL, distinctive table cells of
-  the batch and held-out tasks, from ``BenchmarkSpec.gold_strings``), in the description,
+- the batch's gold strings (of the batch and held-out tasks, from ``BenchmarkSpec.gold_strings``:
+  DBBench's reference answers, reference SQL and distinctive table cells; WebShop's target
+  product ids and titles; ALFWorld's target objects and where they start), in the description,
   in every added line of a non-Python file and in every string or number literal of a
   hook (identifiers and comments do nothing at runtime and are not scanned).
 
