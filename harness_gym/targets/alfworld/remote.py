@@ -1,14 +1,12 @@
 """``RemoteWorld``: an ALFWorld world served by ``server.py``, behind the same interface."""
 from __future__ import annotations
 
-import json
-import urllib.error
-import urllib.request
 from typing import Any
 
-from harness_gym.errors import WorldError, one_line
+from harness_gym.errors import WorldError
 from harness_gym.targets.alfworld.tasks import AlfTask
 from harness_gym.targets.alfworld.world import TOOL, AlfWorldBase, action_of
+from harness_gym.targets.http_client import post_json
 from harness_gym.types import StepResult, ToolCall
 
 
@@ -20,22 +18,7 @@ class RemoteWorld(AlfWorldBase):
         self._score = 0.0
 
     def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        req = urllib.request.Request(self.url + path, data=json.dumps(body).encode(),
-                                     headers={"Content-Type": "application/json"}, method="POST")
-        try:
-            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
-                return json.loads(resp.read())
-        except urllib.error.HTTPError as exc:
-            try:
-                detail = json.loads(exc.read()).get("error", "")
-            except ValueError:
-                detail = ""
-            raise WorldError(one_line(f"alfworld server {self.url}{path} answered {exc.code}: {detail}")) from None
-        except (urllib.error.URLError, OSError, ValueError) as exc:
-            reason = getattr(exc, "reason", exc)
-            raise WorldError(one_line(
-                f"alfworld server at {self.url} is unreachable ({reason}); start it with "
-                "`python -m harness_gym.targets.alfworld.server --port PORT` or use backend='local'")) from None
+        return post_json(self.url, path, body, timeout=self.timeout, name="alfworld")
 
     def reset(self, task: AlfTask) -> str:
         self.close()

@@ -6,14 +6,12 @@ episode, then reports it as incomplete).
 """
 from __future__ import annotations
 
-import json
-import urllib.error
-import urllib.request
 from collections.abc import Callable
 from typing import Any
 
-from harness_gym.errors import ConfigError, WorldError, one_line
+from harness_gym.errors import ConfigError, WorldError
 from harness_gym.targets.base import World
+from harness_gym.targets.http_client import post_json
 from harness_gym.targets.webshop.tasks import WebShopTask
 from harness_gym.targets.webshop.world import WebShopWorld, action_of
 from harness_gym.types import StepResult, ToolCall
@@ -28,18 +26,7 @@ class HTTPWorld(World):
         self._available: dict[str, Any] = {"has_search_bar": True, "clickables": ["search"]}
 
     def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        req = urllib.request.Request(self.base_url + path, data=json.dumps(body).encode(),
-                                     headers={"Content-Type": "application/json"}, method="POST")
-        try:
-            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
-                return json.loads(resp.read())
-        except urllib.error.HTTPError as exc:
-            detail = exc.read().decode(errors="replace")[:200]
-            raise WorldError(one_line(f"WebShop server {self.base_url}{path} answered {exc.code}: {detail}")) from exc
-        except (urllib.error.URLError, OSError, ValueError) as exc:
-            raise WorldError(one_line(
-                f"WebShop server {self.base_url} is unreachable ({exc}); start it with "
-                f"`python -m harness_gym.targets.webshop.server --port <port>`")) from exc
+        return post_json(self.base_url, path, body, timeout=self.timeout, name="webshop")
 
     def reset(self, task: WebShopTask) -> str:
         if self.session is None:
