@@ -11,11 +11,21 @@ import pytest
 
 import harness_gym  # noqa: F401 - registers the env ids
 from baselines.base import PolicyInput
-from baselines.co_harness import CoHarnessPolicy, RuleCritic, make_critic, run_co_harness
+from baselines.co_harness import (
+    CoHarnessPolicy,
+    RuleCritic,
+    make_critic,
+    run_co_harness,
+)
 from baselines.co_harness import loop as co_loop
 from baselines.co_harness.critic import ModelCritic, parse_model_attributions
-from baselines.co_harness.edits import candidate, dbbench_fixes, make_diff
-from baselines.co_harness.propose import files_from_observation, harness_for_packet
+from baselines.co_harness.edits import candidate, make_diff
+from baselines.co_harness.propose import (
+    files_from_observation,
+    harness_for_packet,
+    propose_candidates,
+)
+from baselines.co_harness.rules import rules_for
 from harness_gym.errors import ConfigError
 from harness_gym.evaluation.benchmarks import get_benchmark
 from harness_gym.harness.files import Harness
@@ -58,9 +68,10 @@ def test_rule_critic_attributes_each_failure():
     assert atts[4].signatures == () and "no harness signature" in atts[4].reason
 
 
-def test_every_fix_is_a_unified_diff_the_project_parser_applies():
-    h = get_benchmark("dbbench").default_harness()
-    for fix in dbbench_fixes():
+@pytest.mark.parametrize("bench", ["dbbench", "webshop", "alfworld"])
+def test_every_fix_is_a_unified_diff_the_project_parser_applies(bench):
+    h = get_benchmark(bench).default_harness()
+    for fix in rules_for(bench).fixes():
         c = candidate(h, fix)
         assert c is not None, fix.key
         assert c.diff.startswith("--- ") and "\n@@ " in c.diff
@@ -69,6 +80,12 @@ def test_every_fix_is_a_unified_diff_the_project_parser_applies():
         changed = [p for p, _ in patch.changes]
         assert len(changed) == 1  # local: one file per fix
         assert candidate(c.harness, fix) is None  # idempotent: applying twice changes nothing more
+    table = rules_for(bench)
+    primary = dict(table.rules)
+    for fix in table.fixes():  # every fix answers a signature of the table, in its category or a secondary one
+        assert fix.category == primary[fix.key] or fix.category in table.also.get(fix.key, ()), (fix.category, fix.key)
+    answered = {f.key for f in table.fixes()}
+    assert {sig for sig, cat in table.rules if cat != "agent_error"} <= answered
 
 
 def test_make_diff_handles_new_files_and_missing_final_newline():
@@ -170,3 +187,200 @@ def test_sft_step_trains_a_tiny_model_and_returns_a_new_target(tmp_path):
                                                         max_length=64))
     assert new.startswith("hf:") and new != f"hf:{model_dir}"
     assert (tmp_path / "sft" / "round0" / "config.json").exists()
+
+
+# ----------------------------------------------------------------------------- WebShop and ALFWorld rules
+
+WS_INSTRUCTION = "i need a wool sweater in navy color and in size large, and price lower than 50.00 dollars"
+NAV = ["back to search", "< prev", "description", "features", "reviews", "buy now"]
+
+
+def _ws_obs(body, clickables):
+    return f"OBSERVATION: Observation: Instruction: [SEP] {WS_INSTRUCTION} [SEP] {body} Available Actions: " + str(
+        {"has_search_bar": False, "clickables": clickables})
+
+
+def _ws_click(value):
+    return "ASSISTANT_TOOL: click_action " + json.dumps({"value": value})
+
+
+WS_RESULTS = _ws_obs("Back to Search [SEP] Page 1 (Total results: 50) [SEP] Next > [SEP] [PRODUCT_ID] [SEP] Lana Wool "
+                     "Sweater - Warm Knit [SEP] $30.00 [SEP] [PRODUCT_ID] [SEP] Tono Cotton Shirt - Slim Fit [SEP] $20.00",
+                     ["back to search", "next >", "[PRODUCT_ID]", "[PRODUCT_ID]"])
+
+
+def _ws_product(title="Lana Wool Sweater - Warm Knit", price="30.00"):
+    return _ws_obs(f"Back to Search [SEP] < Prev [SEP] color [SEP] navy [SEP] red [SEP] size [SEP] medium [SEP] large "
+                   f"[SEP] {title} [SEP] Price: ${price} [SEP] Rating: 4.2 [SEP] Description [SEP] Features [SEP] "
+                   "Reviews [SEP] Buy Now", NAV + ["navy", "red", "medium", "large"])
+
+
+def _ws_trace(i, clicks_after_open, product=None, **signals):
+    first = (f"OBSERVATION: The initial observation: WebShop [SEP] Instruction: [SEP] {WS_INSTRUCTION} [SEP] Search "
+             "Available Actions: {'has_search_bar': True, 'clickables': ['search']}")
+    lines = [first,
+             'ASSISTANT_TOOL: search_action {"keywords": "wool sweater"}', WS_RESULTS, _ws_click("[PRODUCT_ID]"),
+             product or _ws_product()]
+    for v in clicks_after_open:
+        lines += [_ws_click(v), product or _ws_product()]
+    base = {"total_actions": 5, "searches": 1, "clicks": 4, "buy_now": 1, "text_only_turns": 0, "repeated": "none",
+            "task_limit_reached": False}
+    return {"task_id": f"g{i}", "index": i, "status": "completed", "reward": 0.5, "turns": 5, "messages": lines,
+            "signals": {**base, **signals}, "task_type": "apparel"}
+
+
+WS_PACKET = {"benchmark": "webshop", "failures": [
+    _ws_trace(0, ["navy", "buy now"]),                                       # size group left unselected
+    _ws_trace(1, ["navy", "large", "buy now"], _ws_product(price="80.00")),   # over the 50-dollar bound
+    {**_ws_trace(2, ["navy", "large", "buy now"]), "messages": _ws_trace(2, [])["messages"][:3] + [
+        _ws_click("Lana Wool Sweater - Warm Knit"), WS_RESULTS]},            # clicked a title, not a clickable
+    _ws_trace(3, ["navy", "large", "buy now"], repeated="search[wool sweater] x4"),
+    _ws_trace(4, ["navy", "medium", "buy now"]),                             # neighbouring size: a misread
+    _ws_trace(5, ["navy", "large", "buy now"], _ws_product(title="Tono Cotton Shirt - Slim Fit")),
+]}
+
+
+def test_webshop_critic_attributes_the_characteristic_failures():
+    atts = RuleCritic().attribute(WS_PACKET)
+    got = [(a.category, a.signatures) for a in atts]
+    assert got[0] == ("middleware_mismatch", ("buy_without_options",)) and atts[0].secondary == ("skill_missing",)
+    assert got[1] == ("middleware_mismatch", ("over_budget",)) and atts[1].secondary == ("prompt_ambiguity",)
+    assert got[2] == ("tool_schema_error", ("invalid_click",)) and atts[2].secondary == ("middleware_mismatch",)
+    assert got[3][0] == "memory_overflow" and "search_loop" in got[3][1]
+    assert got[4] == ("agent_error", ("wrong_option",)) and "intrinsic" in atts[4].reason
+    assert got[5] == ("prompt_ambiguity", ("title_mismatch",))
+
+
+def _alf_trace(i, goal, steps, texts=(), task_type="pick_heat_then_place_in_recep"):
+    lines = [("USER: Here is your task. You are in the middle of a room. Looking quickly around you, you see a "
+              f"cabinet 1, a countertop 1, a microwave 1, and a sinkbasin 1. Your task is to: {goal}. AVAILABLE "
+              "ACTIONS: look")]
+    for act, obs in steps:
+        lines += ["ASSISTANT_TOOL: take_action " + json.dumps({"action": act}), f"OBSERVATION: {obs} AVAILABLE ACTIONS: look"]
+    lines += [f"ASSISTANT_TEXT: {t}" for t in texts]
+    signals = {"take_action_calls": len(steps), "nothing_happens": 0, "text_only_turns": len(texts),
+               "repeated_actions": "none", "repeated_observations": "none"}
+    return {"task_id": f"a{i}", "index": i, "status": "agent_invalid_action", "reward": 0.0, "turns": len(steps),
+            "messages": lines, "signals": signals, "task_type": task_type}
+
+
+TAKE_APPLE = ("take apple 1 from countertop 1", "You pick up the apple 1 from the countertop 1.")
+PUT_APPLE = ("put apple 1 in/on countertop 1", "You put the apple 1 in/on the countertop 1.")
+HEAT = ("heat apple 1 with microwave 1", "You heat the apple 1 using the microwave 1.")
+DONE = ["I have completed the task."] * 3
+ALF_PACKET = {"benchmark": "alfworld", "failures": [
+    _alf_trace(0, "put a hot apple in countertop", [TAKE_APPLE, PUT_APPLE], DONE),
+    _alf_trace(1, "put a hot apple in countertop", [("take tomato 1 from countertop 1",
+                                                     "You pick up the tomato 1 from the countertop 1.")]),
+    _alf_trace(2, "put two apple in countertop", [TAKE_APPLE, PUT_APPLE, TAKE_APPLE], task_type="pick_two_obj_and_place"),
+    _alf_trace(3, "put a apple in countertop", [TAKE_APPLE, ("put apple 1 on countertop 1", "Nothing happens.")],
+               task_type="pick_and_place_simple"),
+    _alf_trace(4, "put a apple in countertop", [TAKE_APPLE], DONE, task_type="pick_and_place_simple"),
+    _alf_trace(5, "put a hot apple in countertop", [TAKE_APPLE, HEAT, HEAT, HEAT]),
+]}
+
+
+def test_alfworld_critic_attributes_the_characteristic_failures():
+    atts = RuleCritic().attribute(ALF_PACKET)
+    got = [(a.category, a.signatures) for a in atts]
+    assert got[0] == ("skill_missing", ("skip_transform",)) and atts[0].secondary == ("middleware_mismatch",)
+    assert got[1] == ("middleware_mismatch", ("substitute_object",)) and atts[1].secondary == ("prompt_ambiguity",)
+    assert got[2] == ("memory_overflow", ("retake_placed",)) and atts[2].secondary == ("middleware_mismatch",)
+    assert got[3] == ("middleware_mismatch", ("invalid_grammar",)) and atts[3].secondary == ("tool_schema_error",)
+    assert got[4] == ("agent_error", ("premature_done",))
+    assert got[5][0] == "memory_overflow" and "transform_loop" in got[5][1]
+
+
+@pytest.mark.parametrize(("packet", "trace", "expected"), [
+    (WS_PACKET, 1, ["middleware_mismatch/over_budget", "prompt_ambiguity/over_budget"]),
+    (ALF_PACKET, 0, ["skill_missing/skip_transform", "middleware_mismatch/skip_transform"]),
+])
+def test_proposals_follow_the_observed_signature(packet, trace, expected):
+    """Only the fixes for what the packet shows are proposed, primary category first."""
+    bench = packet["benchmark"]
+    one = {"benchmark": bench, "failures": [packet["failures"][trace]]}
+    cands = propose_candidates(get_benchmark(bench).default_harness(), RuleCritic().attribute(one))
+    assert [f"{c.category}/{c.key}" for c in cands] == expected
+
+
+# (env id, seed of a batch of 10 whose packet shows the failure, category that must be accepted)
+LOOP_CASES = [("HarnessEdit-WebShop-v0", 0, "middleware_mismatch"), ("HarnessEdit-ALFWorld-v0", 4, "skill_missing")]
+
+
+@pytest.mark.parametrize(("env_id", "seed", "category"), LOOP_CASES)
+def test_loop_accepts_a_benchmark_specific_fix_on_a_small_batch(env_id, seed, category):
+    res = run_co_harness(env_id, rounds=1, iterations_per_round=2, seed=seed, heldout_batch_size=10, log=None,
+                         env_kwargs={"batch_size": 10})
+    own = {f.description for f in rules_for(res.head.benchmark).fixes()}
+    accepted = res.registry.versions(ACCEPTED)
+    assert any(r.category == category for r in accepted), [(r.category, r.description) for r in accepted]
+    for rec in accepted:
+        assert rec.evidence["delta_in"] > 0 and rec.evidence["delta_out"] >= 0
+        assert rec.description in own  # a WebShop/ALFWorld rule's edit, not a generic one
+    first = res.log[1]
+    assert first["event"] == "iteration" and first["attributions"].get(category, 0) > 0
+
+
+@pytest.mark.parametrize(("env_id", "bench", "seed"), [("HarnessEdit-WebShop-v0", "webshop", 1),
+                                                       ("HarnessEdit-ALFWorld-v0", "alfworld", 4)])
+def test_policy_gains_on_webshop_and_alfworld(env_id, bench, seed):
+    env = gym.make(env_id)
+    try:
+        obs, info = env.reset(seed=seed)
+        patch = CoHarnessPolicy().propose([PolicyInput(obs, info["packet"], bench)])[0][0]
+        assert patch.startswith("--- ")
+        _, reward, _, _, sinfo = env.step(patch)
+        assert sinfo["patch_valid"], sinfo["patch_error"]
+        assert reward > 0.05
+    finally:
+        env.close()
+
+
+# signature -> sim flaws it may stand for (the sims' seeded catalogues, docs/sim_webshop.md, docs/sim_alfworld.md)
+FLAWS_OF = {
+    "webshop": {"buy_without_options": {"skip_options"}, "over_budget": {"over_budget"},
+                "invalid_click": {"invalid_click"}, "search_loop": {"search_loop"}, "repeat_click": {"repeat_click"},
+                "stall": {"stall"}, "wrong_option": {"wrong_option"}},
+    "alfworld": {"skip_transform": {"skip_transform"}, "substitute_object": {"substitute_object"},
+                 "retake_placed": {"retake_placed"}, "not_opening": {"not_opening"},
+                 "examine_instead": {"examine_instead", "misread_goal"}, "transform_loop": {"transform_loop"},
+                 "idle_look": {"poor_search"}},
+}
+
+
+@pytest.mark.parametrize(("env_id", "bench"), [("HarnessEdit-WebShop-v0", "webshop"), ("HarnessEdit-ALFWorld-v0", "alfworld")])
+def test_signatures_agree_with_the_sims_drawn_flaws(env_id, bench):
+    """Reference check: on real sim packets, a signature points at a flaw the sim actually drew."""
+    persona = importlib.import_module(f"harness_gym.targets.{bench}.sim").Persona
+    env = gym.make(env_id)
+    hits = total = 0
+    try:
+        for seed in range(4):
+            _, info = env.reset(seed=seed)
+            u = env.unwrapped
+            for att in RuleCritic().attribute(info["packet"]):
+                flaws = persona.draw(u._batch[att.index], u._seeds[att.index]).flaws
+                for sig in att.signatures:
+                    if sig in FLAWS_OF[bench]:
+                        total += 1
+                        hits += bool(FLAWS_OF[bench][sig] & flaws)
+    finally:
+        env.close()
+    assert total >= 10 and hits / total >= 0.9, (hits, total)
+
+
+def test_policy_edits_an_edited_alfworld_harness_again():
+    """The second packet comes from a harness with co-harness hook files; the policy rebuilds it
+    from the observation and its next diff applies on top."""
+    env = gym.make("HarnessEdit-ALFWorld-v0", max_edits=3)
+    try:
+        obs, info = env.reset(seed=4)
+        pol = CoHarnessPolicy()
+        obs2, _, _, _, sinfo = env.step(pol.propose([PolicyInput(obs, info["packet"], "alfworld")])[0][0])
+        assert any(q.startswith("hooks/") for q in env.unwrapped._base.files)
+        p2 = PolicyInput(obs2, sinfo["packet"], "alfworld")
+        assert harness_for_packet(p2).version == sinfo["harness_version"]
+        _, _, _, _, sinfo2 = env.step(pol.propose([p2])[0][0])
+        assert sinfo2["patch_valid"], sinfo2["patch_error"]
+    finally:
+        env.close()

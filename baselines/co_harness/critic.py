@@ -8,7 +8,8 @@ repeated loops, history the agent cannot use) and ``agent_error`` (nothing in th
 explains it — e.g. a misread question; never patched).
 
 ``RuleCritic`` (the CPU default) reads packet signatures only: the rendered messages and
-``signals`` of each failure, never gold data. ``ModelCritic`` asks any chat backend
+``signals`` of each failure, never gold data, through the benchmark's rule table
+(``rules.py``: DBBench here, WebShop and ALFWorld in their own modules, a generic one else). ``ModelCritic`` asks any chat backend
 (``critic="model:<target string>"``) and falls back to the rules for a failure whose
 reply names no category.
 """
@@ -19,8 +20,9 @@ import json
 import re
 from abc import ABC, abstractmethod
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from harness_gym.errors import ConfigError
 
@@ -84,16 +86,20 @@ class RuleCritic(HarnessCritic):
         return [self._one(bench, t) for t in packet.get("failures", [])]
 
     def _one(self, bench: str, trace: dict[str, Any]) -> Attribution:
-        sigs = dbbench_signatures(trace) if bench == "dbbench" else generic_signatures(trace)
-        rules = DBBENCH_RULES if bench == "dbbench" else GENERIC_RULES
-        cats = [c for s, c in rules if s in sigs and (s != "repeated_sql" or _long_loop(trace))]
-        cats += [ALSO[s] for s in sigs if s in ALSO]
-        cats = list(dict.fromkeys(cats))
-        if not cats:
-            return Attribution(trace.get("task_id", ""), int(trace.get("index", -1)), "agent_error", tuple(sigs),
-                               reason="no harness signature explains it (misread question or intrinsic error)")
-        return Attribution(trace.get("task_id", ""), int(trace.get("index", -1)), cats[0], tuple(sigs),
-                           tuple(cats[1:]), reason=f"signatures: {', '.join(sigs)}")
+        from baselines.co_harness.rules import rules_for
+
+        table = rules_for(bench)
+        sigs = table.signatures(trace)
+        cats = [c for s, c in table.rules if s in sigs]
+        cats += [c for s in sigs for c in table.also.get(s, ())]
+        patchable = [c for c in dict.fromkeys(cats) if c != "agent_error"]
+        task_id, index = trace.get("task_id", ""), int(trace.get("index", -1))
+        if not patchable:
+            why = (f"only intrinsic signatures ({', '.join(sigs)}): an agent error no edit answers" if sigs
+                   else "no harness signature explains it (misread question or intrinsic error)")
+            return Attribution(task_id, index, "agent_error", tuple(sigs), reason=why)
+        return Attribution(task_id, index, patchable[0], tuple(sigs), tuple(patchable[1:]),
+                           reason=f"signatures: {', '.join(sigs)}")
 
 
 def dbbench_signatures(trace: dict[str, Any]) -> list[str]:
@@ -109,11 +115,12 @@ def _long_loop(trace: dict[str, Any]) -> bool:
     s = trace.get("signals", {})
     cut = any(m.startswith("...[trace truncated") or "[NOTICE]" in m for m in trace.get("messages", []))
     same = max((int(v) for k, v in s.items() if isinstance(v, (int, float))
-                and (k.startswith("max_same") or k.startswith("repeated"))), default=0)
+                and k.startswith(("max_same", "repeated"))), default=0)
     return same >= LONG_LOOP or ((cut or trace.get("status") == "task_limit_reached") and same >= 2)
 
 
 # Benchmarks without their own rules: read the generic signals every packet tends to have.
+# (WebShop and ALFWorld have their own: webshop_rules.py, alfworld_rules.py.)
 GENERIC_RULES: tuple[tuple[str, str], ...] = (
     ("text_only", "prompt_ambiguity"),
     ("tool_error", "tool_schema_error"),

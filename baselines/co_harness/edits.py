@@ -11,14 +11,14 @@ from __future__ import annotations
 import difflib
 import json
 import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Callable, Mapping, Sequence
 
 from harness_gym.errors import PatchError
 from harness_gym.harness.files import Harness, next_hook_path
 from harness_gym.harness.patch import parse_patch
 
-SKILLS_HEADER = "Skills:"
+SKILLS_HEADER = "Some tips that may help for this task:"  # the runtime's tips header
 NO_EOL = "\\ No newline at end of file"
 
 
@@ -107,7 +107,7 @@ def add_skill(line: str) -> Callable[[Harness], dict[str, str]]:
 
 def reword_prompt(pattern: str, new_line: str) -> Callable[[Harness], dict[str, str]]:
     """Replace the first prompt line matching ``pattern`` with ``new_line`` (append when none does)."""
-    rx = re.compile(pattern, re.I)
+    rx = re.compile(pattern, re.IGNORECASE)
 
     def changes(h: Harness) -> dict[str, str]:
         lines = h.system_prompt().splitlines(keepends=True)
@@ -119,6 +119,23 @@ def reword_prompt(pattern: str, new_line: str) -> Callable[[Harness], dict[str, 
                 return {"system_prompt.md": "".join(lines)}
         text = "".join(lines)
         return {"system_prompt.md": (text if text.endswith("\n") or not text else text + "\n") + new_line + "\n"}
+    return changes
+
+
+def add_prompt_line(line: str, after: str | None = None) -> Callable[[Harness], dict[str, str]]:
+    """Insert ``line`` into the system prompt after the first line matching ``after`` (append
+    when none does); nothing when the line is already there."""
+    rx = re.compile(after, re.IGNORECASE) if after else None
+
+    def changes(h: Harness) -> dict[str, str]:
+        lines = h.system_prompt().splitlines(keepends=True)
+        if any(x.rstrip("\n") == line for x in lines):
+            return {}
+        at = next((i + 1 for i, x in enumerate(lines) if rx is not None and rx.search(x)), len(lines))
+        if at > 0 and not lines[at - 1].endswith("\n"):
+            lines[at - 1] += "\n"
+        lines.insert(at, line + "\n")
+        return {"system_prompt.md": "".join(lines)}
     return changes
 
 
@@ -168,6 +185,34 @@ def add_hook(point: str, code: str) -> Callable[[Harness], dict[str, str]]:
             return {}
         return {next_hook_path(h.files, point): code}
     return changes
+
+
+# Hook code builders: one small single-purpose hook per fix. ``condition``, ``message`` and
+# ``text`` are Python expressions over ``ctx``/``nb`` and the names ``setup`` binds;
+# ``setup`` is indented hook-body code run first, ``helpers`` top-level helper defs.
+
+def guard_hook(condition: str, message: str, counter: str, limit: int = 2, *, setup: str = "",
+               helpers: str = "") -> str:
+    """``on_before_action``: block with ``message`` when ``condition`` holds, ``limit`` times per episode."""
+    return (f"{helpers}def hook(ctx, nb):\n{setup}    if not ({condition}):\n        return None\n"
+            f"    if nb.get({counter!r}, 0) >= {limit}:\n        return None\n"
+            f"    nb[{counter!r}] = nb.get({counter!r}, 0) + 1\n"
+            f"    return {{\"type\": \"block_and_prompt\", \"message\": {message}}}\n")
+
+
+def hint_hook(point: str, condition: str, message: str, *, setup: str = "", helpers: str = "") -> str:
+    """``on_post_step`` (inject_hint) or ``make_pre_hint`` (message): ``message`` when
+    ``condition`` holds, each distinct message once per episode."""
+    effect = ('{"type": "inject_hint", "message": msg}' if point == "on_post_step" else '{"message": msg}')
+    return (f"{helpers}def hook(ctx, nb):\n{setup}    if not ({condition}):\n        return None\n"
+            f"    msg = {message}\n    if msg in nb.get(\"hinted\", []):\n        return None\n"
+            f"    nb[\"hinted\"] = nb.get(\"hinted\", []) + [msg]\n    return {effect}\n")
+
+
+def skill_hook(condition: str, text: str, *, setup: str = "") -> str:
+    """``on_init``: one skill line (``text``) for the tasks where ``condition`` holds."""
+    return (f"def hook(ctx, nb):\n{setup}    if not ({condition}):\n        return None\n"
+            f"    return {{\"skills\": [{text}]}}\n")
 
 
 def _guard(sig: str) -> str:
@@ -232,4 +277,6 @@ def generic_fixes() -> list[Fix]:
 
 
 def fixes_for(benchmark: str) -> list[Fix]:
-    return dbbench_fixes() if benchmark == "dbbench" else generic_fixes()
+    from baselines.co_harness.rules import rules_for
+
+    return rules_for(benchmark).fixes()

@@ -18,9 +18,10 @@ B) and ``evaluator`` (to score a candidate on H without making it the base).
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import gymnasium as gym
 
@@ -98,9 +99,9 @@ def run_co_harness(
         previous_round: list[str] = []
         for r in range(rounds):
             env.unwrapped.default_harness = registry.harness()
-            obs, info = env.reset(seed=seed + r)
+            _, info = env.reset(seed=seed + r)
             if previous_round:
-                obs, info = _rollback_check(env, registry, previous_round, seed + r, emit, r)
+                _, info = _rollback_check(env, registry, previous_round, seed + r, emit, r)
             emit({"round": r, "event": "start", "head": registry.head, "baseline": info["baseline_score"]},
                  f"round {r}: head {registry.head} batch baseline {info['baseline_score']:.3f}")
             previous_round = []
@@ -138,7 +139,7 @@ def run_co_harness(
                           f"δ_out={d['delta_out']:+.3f} {d['reason']}" for d in row["candidates"]]
                 if accepted is not None:
                     ev = scored[cands.index(accepted)]
-                    obs, _, _, _, sinfo = env.step(accepted.diff)
+                    _, _, _, _, sinfo = env.step(accepted.diff)
                     assert sinfo["harness_version"] == accepted.harness.version
                     registry.record(accepted.harness, base.version, accepted.diff, ACCEPTED, ev,
                                     category=accepted.category, description=accepted.description)

@@ -8,7 +8,7 @@ implicate nothing.
 from __future__ import annotations
 
 import re
-from typing import Sequence
+from collections.abc import Sequence
 
 from baselines.base import Policy, PolicyInput
 from baselines.co_harness.critic import Attribution, HarnessCritic, make_critic
@@ -52,7 +52,12 @@ def harness_for_packet(p: PolicyInput) -> Harness:
     if version in (None, default.version):
         return default
     parsed = files_from_observation(p.text)
-    # render() drops each file's final newline: try both endings per file until the version matches.
+    # render() drops each file's final newline. First guess: a file of the default harness ends
+    # as it does there, any other file (co-harness edits, hooks) with a newline; then try both
+    # endings per file until the version matches.
+    guess = {q: t + ("\n" if default.files.get(q, "\n").endswith("\n") else "") for q, t in parsed.items()}
+    if Harness(benchmark=p.benchmark, files=guess).version == version:
+        return Harness(benchmark=p.benchmark, files=guess)
     paths = sorted(parsed)
     if len(paths) <= 12:
         for mask in range(2 ** len(paths)):
@@ -64,7 +69,7 @@ def harness_for_packet(p: PolicyInput) -> Harness:
                       "pass the observation text rendered by HarnessEditEnv")
 
 
-_FILE_RE = re.compile(r"^=== (\S+) ===$", re.M)
+_FILE_RE = re.compile(r"^=== (\S+) ===$", re.MULTILINE)
 
 
 def files_from_observation(text: str) -> dict[str, str]:
