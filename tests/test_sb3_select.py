@@ -1,6 +1,7 @@
-"""HarnessSelectEnv (Discrete over a patch library, Box packet features) and the PPO selector."""
+"""HarnessSelectEnv (Discrete over a patch library, Box packet features) and the PPO selector, on every benchmark."""
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import os
 
@@ -9,90 +10,168 @@ import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 
+import harness_gym  # noqa: F401 - registers every id
+from harness_gym.envs.registration import ENV_IDS, SELECT_ENV_IDS
 from harness_gym.envs.select import (
-    FEATURES,
-    N_FEATURES,
+    EXAMPLES_DIR,
+    SPECS,
     HarnessSelectEnv,
     default_library,
+    feature_names,
     packet_features,
+    trace_signatures,
 )
 from harness_gym.errors import ConfigError
 
-ARMS = ("noop", "template", "co-harness", "template:numeric_text")
+BENCHMARKS = sorted(SPECS)
+# A small library per benchmark keeps training cheap: noop, the adaptive template, two fixed partial arms.
+ARMS = {
+    "dbbench": ("noop", "template", "co-harness", "template:numeric_text"),
+    "webshop": ("noop", "template", "template:text_only", "template:over_budget"),
+    "alfworld": ("noop", "template", "self-refine", "template:substitute_object"),
+}
 
 
-def _small_library():
-    lib = {e.name: e for e in default_library("dbbench")}
-    return [lib[n] for n in ARMS]
+def _small_library(benchmark: str):
+    lib = {e.name: e for e in default_library(benchmark)}
+    return [lib[n] for n in ARMS[benchmark]]
 
 
-def test_default_library_has_every_kind_of_arm():
-    names = [e.name for e in default_library("dbbench")]
-    for n in ("noop", "self-refine", "template", "co-harness", "template:commit_before_sql",
-              "example:dbbench_batch022", "example:dbbench_stage_guards"):
-        assert n in names
-    assert len(names) == len(set(names))
-
-
-def test_registered_id_passes_check_env_and_features_are_deterministic():
-    import harness_gym  # noqa: F401 - registers every id, HarnessSelect-DBBench-v0 included
-
-    env = gym.make("HarnessSelect-DBBench-v0", library=_small_library(), batch_size=5, seed_pool=4)
-    try:
-        check_env(env.unwrapped, skip_render_check=True)
-        a, _ = env.reset(seed=3)
-        b, _ = env.reset(seed=3)
-        assert a.shape == (N_FEATURES,) == (len(FEATURES),) and a.dtype == np.float32
-        assert np.array_equal(a, b) and env.observation_space.contains(a)
-        obs, reward, terminated, truncated, info = env.step(1)
-        assert terminated and not truncated and info["candidate"] == "template" and info["patch_valid"]
-        with pytest.raises(ValueError, match="expected an int"):
-            env.step(len(ARMS))
-    finally:
-        env.close()
-
-
-def test_features_read_signatures_from_the_packet():
-    packet = {"benchmark": "dbbench", "batch_size": 10, "baseline_pass": 6, "failures": [
-        {"task_id": "t", "index": 0, "status": "completed", "reward": 0.0, "turns": 1, "task_type": "other",
-         "messages": ['ASSISTANT_TOOL commit_final_answer: {"answers": ["x"]}'], "signals": {"commits": 1}}]}
-    f = dict(zip(FEATURES, packet_features(packet)))
-    assert f["pass_rate"] == pytest.approx(0.6) and f["sig:commit_before_sql"] == 1.0
-    assert f["cat:middleware_mismatch"] == 1.0 and f["sig:identifier_error"] == 0.0
-
-
-def test_select_env_rejects_sequential_editing():
-    with pytest.raises(ConfigError, match="single-step"):
-        HarnessSelectEnv(max_edits=2)
-
-
-def test_ppo_selector_trains_and_is_usable_as_a_policy(tmp_path, monkeypatch):
+def _needs_sb3() -> None:
     if importlib.util.find_spec("stable_baselines3") is None:
         if os.environ.get("CI"):
             pytest.fail("CI is set but stable-baselines3 is not installed (pip install stable-baselines3)")
         pytest.skip("needs stable-baselines3 (pip install 'torch==2.13.0' stable-baselines3)")
-    import harness_gym.envs.select as select_mod
-    from baselines.base import PolicyInput
-    from baselines.sb3_select.policy import SB3SelectPolicy
-    from baselines.sb3_select.train import SelectTrainConfig, meta_path, train_selector
 
-    monkeypatch.setattr(select_mod, "default_library", lambda benchmark: _small_library())
-    cfg = SelectTrainConfig(timesteps=192, seed_pool=4, batch_size=5, n_steps=64)
-    model, log = train_selector(cfg, tmp_path / "sel.zip")
-    assert [row["timesteps"] for row in log] == [64, 128, 192]
-    assert meta_path(tmp_path / "sel.zip").exists()
-    # the learned choice beats noop's 0 on the training batches
-    assert log[-1]["mean_reward"] > 0
-    pol = SB3SelectPolicy(str(tmp_path / "sel.zip"))
-    env = HarnessSelectEnv(library=_small_library(), batch_size=5)
+
+def test_every_benchmark_has_a_select_id():
+    assert sorted(v["benchmark"] for v in SELECT_ENV_IDS.values()) == BENCHMARKS
+    assert sorted(v["benchmark"] for v in ENV_IDS.values()) == BENCHMARKS
+
+
+@pytest.mark.parametrize("benchmark", BENCHMARKS)
+def test_default_library_has_every_kind_of_arm(benchmark):
+    names = [e.name for e in default_library(benchmark)]
+    expected = ["noop", "self-refine", "template", "co-harness", "template:top", "template:all"]
+    expected += [f"template:{s}" for s in SPECS[benchmark].signatures]
+    expected += [f"example:{p.stem}" for p in EXAMPLES_DIR.glob(f"{benchmark}_*.txt")]
+    assert sorted(names) == sorted(expected)
+    assert any(n.startswith("example:") for n in names)
+
+
+@pytest.mark.parametrize("env_id", sorted(SELECT_ENV_IDS))
+def test_registered_id_passes_check_env_and_features_are_deterministic(env_id):
+    benchmark = SELECT_ENV_IDS[env_id]["benchmark"]
+    env = gym.make(env_id, library=_small_library(benchmark), batch_size=5, seed_pool=4)
     try:
-        env.reset(seed=0)
-        text, packet = env._text, env._packet
-        patch = pol.propose([PolicyInput(text, packet, "dbbench")])[0][0]
-        assert pol.last_choice in ARMS
-        _, _, _, _, info = env.edit.step(patch)
-        assert info["patch_valid"]
+        check_env(env.unwrapped, skip_render_check=True)
+        a, _ = env.reset(seed=3)
+        b, _ = env.reset(seed=3)
+        assert a.shape == (len(feature_names(benchmark)),) and a.dtype == np.float32
+        assert np.array_equal(a, b) and env.observation_space.contains(a)
+        _, _, terminated, truncated, info = env.step(1)
+        assert terminated and not truncated and info["candidate"] == "template" and info["patch_valid"]
+        with pytest.raises(ValueError, match="expected an int"):
+            env.step(len(ARMS[benchmark]))
     finally:
         env.close()
-    with pytest.raises(ConfigError, match="not found"):
-        SB3SelectPolicy(str(tmp_path / "missing.zip"))
+
+
+def test_dbbench_features_read_signatures_from_the_packet():
+    packet = {"benchmark": "dbbench", "batch_size": 10, "baseline_pass": 6, "failures": [
+        {"task_id": "t", "index": 0, "status": "completed", "reward": 0.0, "turns": 1, "task_type": "other",
+         "messages": ['ASSISTANT_TOOL commit_final_answer: {"answers": ["x"]}'], "signals": {"commits": 1}}]}
+    f = dict(zip(feature_names("dbbench"), packet_features(packet)))
+    assert f["pass_rate"] == pytest.approx(0.6) and f["sig:commit_before_sql"] == 1.0
+    assert f["cat:middleware_mismatch"] == 1.0 and f["sig:identifier_error"] == 0.0
+    assert f["signal:commits"] == pytest.approx(0.2) and f["kind:select"] == 1.0 and f["kind:mutation"] == 0.0
+
+
+@pytest.mark.parametrize("benchmark", BENCHMARKS)
+def test_features_follow_the_packet(benchmark):
+    """Real packets: the signature shares match the template's own ``detect``, and other packets read differently."""
+    rules = importlib.import_module(f"baselines.template_{benchmark}")
+    env = gym.make(next(k for k, v in ENV_IDS.items() if v["benchmark"] == benchmark), batch_size=10, split="train")
+    names = feature_names(benchmark)
+    vectors = []
+    try:
+        for seed in range(4):
+            _, info = env.reset(seed=seed)
+            packet = info["packet"]
+            f = dict(zip(names, packet_features(packet)))
+            fails = packet["failures"]
+            assert f["pass_rate"] == pytest.approx(packet["baseline_pass"] / packet["batch_size"])
+            assert f["failure_share"] == pytest.approx(len(fails) / packet["batch_size"])
+            # the reference: the template engineer's detect over the whole packet (every signature it knows is a feature)
+            found = set(rules.detect(packet))
+            assert found <= set(SPECS[benchmark].signatures)
+            assert {s for s in SPECS[benchmark].signatures if f[f"sig:{s}"] > 0} == found
+            for s in SPECS[benchmark].signatures:
+                share = sum(s in trace_signatures(benchmark, t) for t in fails) / max(1, len(fails))
+                assert f[f"sig:{s}"] == pytest.approx(share)
+            if fails:
+                assert sum(v for k, v in f.items() if k.startswith("kind:")) == pytest.approx(1.0)
+            assert not np.array_equal(packet_features(packet), packet_features({**packet, "failures": []}))
+            vectors.append(tuple(f.values()))
+    finally:
+        env.close()
+    assert len(set(vectors)) == len(vectors)  # four batches, four different readings
+
+
+def test_select_env_rejects_sequential_editing_and_unknown_benchmarks():
+    with pytest.raises(ConfigError, match="single-step"):
+        HarnessSelectEnv(max_edits=2)
+    with pytest.raises(ConfigError, match="feature table for"):
+        HarnessSelectEnv(benchmark="nosuch")
+
+
+@pytest.mark.parametrize("benchmark", BENCHMARKS)
+def test_ppo_selector_trains_and_is_usable_as_a_policy(benchmark, tmp_path):
+    _needs_sb3()
+    from baselines.base import PolicyInput, make_policy
+    from baselines.sb3_select.train import SelectTrainConfig, meta_path, train_selector
+
+    cfg = SelectTrainConfig(benchmark=benchmark, timesteps=128, seed_pool=4, batch_size=5, n_steps=64)
+    out = tmp_path / f"sel_{benchmark}.zip"
+    model, log = train_selector(cfg, out, env_kwargs={"library": _small_library(benchmark)})
+    assert [row["timesteps"] for row in log] == [64, 128]
+    assert meta_path(out).exists()
+    env = HarnessSelectEnv(benchmark, library=_small_library(benchmark), batch_size=5, seed_pool=4, split="train")
+    try:
+        # on the training batches the learned choice beats an arm drawn at random (and noop's 0)
+        greedy, uniform, seen = [], [], set()
+        for seed in range(40):
+            obs, info = env.reset(seed=seed)
+            if info["batch_seed"] in seen:
+                continue
+            seen.add(info["batch_seed"])
+            rewards = []
+            for arm in range(len(ARMS[benchmark])):
+                env.reset(seed=seed)
+                rewards.append(env.step(arm)[1])
+            greedy.append(rewards[int(model.predict(obs, deterministic=True)[0])])
+            uniform.append(float(np.mean(rewards)))
+        assert np.mean(greedy) > np.mean(uniform) > 0
+        # the same model through the policy factory, by its path and by a {benchmark} pattern
+        for spec in (f"sb3-select:{out}", f"sb3-select:{tmp_path}/sel_{{benchmark}}.zip"):
+            pol = make_policy(spec)
+            env.reset(seed=0)
+            patch = pol.propose([PolicyInput(env._text, env._packet, benchmark)])[0][0]
+            assert pol.last_choice in ARMS[benchmark]
+            assert env.edit.step(patch)[4]["patch_valid"]
+    finally:
+        env.close()
+    other = next(b for b in BENCHMARKS if b != benchmark)
+    with pytest.raises(ConfigError, match=f"trained on {benchmark}.*--benchmark {other}"):
+        make_policy(f"sb3-select:{out}").propose([PolicyInput("", {"failures": []}, other)])
+
+
+def test_missing_selector_names_the_training_command(tmp_path):
+    _needs_sb3()
+    from baselines.base import PolicyInput, make_policy
+
+    with pytest.raises(ConfigError, match="not found.*baselines.sb3_select.train"):
+        make_policy(f"sb3-select:{tmp_path}/missing.zip")
+    pol = make_policy(f"sb3-select:{tmp_path}/sel_{{benchmark}}.zip")  # a pattern loads on first use
+    with pytest.raises(ConfigError, match="for webshop.*train --benchmark webshop --out"):
+        pol.propose([PolicyInput("", {"failures": []}, "webshop")])

@@ -1,22 +1,26 @@
 """Train a PPO selector on ``HarnessSelectEnv`` with stable-baselines3, and compare it with ``template``.
 
-``python -m baselines.sb3_select.train --timesteps 512 --out runs/sb3_select.zip``
-trains on the ``train`` split (batches from a pool of ``--seed-pool`` seeds, so rollouts
-are cached after their first visit) and reports mean Δ_B on ``--eval-episodes`` test
-batches against the template policy on the same batches. Needs ``pip install
-stable-baselines3`` (and torch).
+``python -m baselines.sb3_select.train --benchmark webshop`` trains on the ``train`` split
+(batches from a pool of ``--seed-pool`` seeds, so rollouts are cached after their first
+visit), saves ``runs/sb3_select_webshop.zip`` (where plain ``sb3-select`` looks) and
+reports mean Δ_B on ``--eval-episodes`` test batches against the template policy on the
+same batches. ``--benchmark dbbench,webshop,alfworld`` trains one selector per benchmark.
+Needs ``pip install stable-baselines3`` (and torch).
 """
 from __future__ import annotations
 
 import argparse
 import json
+import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, cast
 
 from harness_gym.errors import ConfigError
 
 SB3_EXTRA = "pip install 'torch==2.13.0' stable-baselines3"
+DEFAULT_OUT = "runs/sb3_select_{benchmark}.zip"  # where plain ``sb3-select`` looks
 
 
 @dataclass(frozen=True)
@@ -32,6 +36,9 @@ class SelectTrainConfig:
     ent_coef: float = 0.01
 
     def __post_init__(self) -> None:
+        from harness_gym.envs.select import select_spec
+
+        select_spec(self.benchmark)  # an unknown benchmark fails here, with the known ones
         if self.timesteps < 1 or self.n_steps < 2 or self.batch_size < 1:
             raise ConfigError(f"timesteps={self.timesteps}, n_steps={self.n_steps}, batch_size={self.batch_size}: "
                               "timesteps and batch_size must be >= 1 and n_steps >= 2")
@@ -51,6 +58,7 @@ def train_selector(cfg: SelectTrainConfig, out: str | Path, env_kwargs: dict[str
     from harness_gym.envs.select import HarnessSelectEnv
 
     sb3 = _sb3()
+    import torch
     from stable_baselines3.common.callbacks import BaseCallback
     from stable_baselines3.common.monitor import Monitor
 
@@ -58,22 +66,29 @@ def train_selector(cfg: SelectTrainConfig, out: str | Path, env_kwargs: dict[str
 
     class Rollouts(BaseCallback):
         def _on_rollout_end(self) -> None:
-            buf = self.model.rollout_buffer
+            buf = cast(Any, self.model).rollout_buffer  # on-policy algorithms have one
             log.append({"timesteps": int(self.num_timesteps), "mean_reward": float(buf.rewards.mean()),
                         "top_action": int(_mode(buf.actions.reshape(-1)))})
 
         def _on_step(self) -> bool:
             return True
 
-    env = Monitor(HarnessSelectEnv(cfg.benchmark, seed_pool=cfg.seed_pool, split=cfg.split,
-                                   batch_size=cfg.batch_size, **(env_kwargs or {})))
+    select_env = HarnessSelectEnv(cfg.benchmark, seed_pool=cfg.seed_pool, split=cfg.split,
+                                  batch_size=cfg.batch_size, **(env_kwargs or {}))
+    env = Monitor(select_env)
     env.reset(seed=cfg.seed)
-    model = sb3.PPO("MlpPolicy", env, n_steps=cfg.n_steps, batch_size=min(cfg.n_steps, 32), n_epochs=8,
-                    gamma=0.0, gae_lambda=1.0, learning_rate=cfg.learning_rate, ent_coef=cfg.ent_coef,
-                    seed=cfg.seed, device="cpu", verbose=verbose, policy_kwargs={"net_arch": [64, 64]})
-    model.learn(total_timesteps=cfg.timesteps, callback=Rollouts())
-    names = env.unwrapped.names
-    env.close()
+    # A 64x64 MLP on CPU: one torch thread is faster than several, and leaves the cores to the rollouts.
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        model = sb3.PPO("MlpPolicy", env, n_steps=cfg.n_steps, batch_size=min(cfg.n_steps, 32), n_epochs=8,
+                        gamma=0.0, gae_lambda=1.0, learning_rate=cfg.learning_rate, ent_coef=cfg.ent_coef,
+                        seed=cfg.seed, device="cpu", verbose=verbose, policy_kwargs={"net_arch": [64, 64]})
+        model.learn(total_timesteps=cfg.timesteps, callback=Rollouts())
+    finally:
+        torch.set_num_threads(threads)
+        env.close()
+    names = select_env.names
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     model.save(str(out))
@@ -93,27 +108,45 @@ def _mode(xs: Any) -> int:
     return int(vals[int(np.argmax(counts))])
 
 
-def evaluate_selector(path: str | Path, episodes: int = 20, seed: int = 0, env_id: str = "HarnessEdit-DBBench-v0",
+def edit_env_id(benchmark: str) -> str:
+    """The ``HarnessEdit-*`` id of ``benchmark`` (what ``harness-gym bench`` runs policies on)."""
+    from harness_gym.envs.registration import ENV_IDS
+
+    ids = [k for k, v in ENV_IDS.items() if v["benchmark"] == benchmark]
+    if not ids:
+        raise ConfigError(f"benchmark={benchmark!r}: no HarnessEdit env id; expected one of "
+                          f"{sorted(v['benchmark'] for v in ENV_IDS.values())}")
+    return ids[0]
+
+
+def evaluate_selector(path: str | Path, episodes: int = 20, seed: int = 0, env_id: str | None = None,
                       env_kwargs: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Mean Δ_B of the selector and of ``template`` on the same ``episodes`` test batches."""
+    """Mean Δ_B of the selector and of ``template`` on the same ``episodes`` test batches.
+
+    ``env_id``: default, the ``HarnessEdit-*`` env of the benchmark the selector was trained on.
+    """
     import gymnasium as gym
 
+    import harness_gym  # noqa: F401 - registers the env ids
     from baselines.base import PolicyInput
     from baselines.sb3_select.policy import SB3SelectPolicy
     from baselines.template import TemplatePolicy
 
-    policies = {"sb3-select": SB3SelectPolicy(str(path)), "template": TemplatePolicy()}
-    env = gym.make(env_id, **(env_kwargs or {}))
+    selector = SB3SelectPolicy(str(path))
+    policies = {"sb3-select": selector, "template": TemplatePolicy()}
+    trained_on = json.loads(meta_path(path).read_text(encoding="utf-8"))["benchmark"]
+    env = gym.make(env_id or edit_env_id(trained_on), **(env_kwargs or {}))
+    benchmark = cast(Any, env.unwrapped).config.benchmark
     rows: dict[str, list[float]] = {k: [] for k in policies}
     chosen: list[str] = []
     try:
         for e in range(episodes):
             for name, pol in policies.items():
                 obs, info = env.reset(seed=seed + e)
-                patch = pol.propose([PolicyInput(obs, info["packet"], env.unwrapped.config.benchmark)])[0][0]
+                patch = pol.propose([PolicyInput(obs, info["packet"], benchmark)])[0][0]
                 _, r, *_ = env.step(patch)
                 rows[name].append(float(r))
-            chosen.append(policies["sb3-select"].last_choice)
+            chosen.append(selector.last_choice)
     finally:
         env.close()
     return {"episodes": episodes, "mean": {k: sum(v) / len(v) for k, v in rows.items()}, "per_episode": rows,
@@ -122,26 +155,38 @@ def evaluate_selector(path: str | Path, episodes: int = 20, seed: int = 0, env_i
 
 def make_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--benchmark", default="dbbench")
+    p.add_argument("--benchmark", default="dbbench", help="one benchmark, or several comma-separated")
     p.add_argument("--timesteps", type=int, default=512)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--seed-pool", type=int, default=64)
-    p.add_argument("--out", default="runs/sb3_select.zip")
+    p.add_argument("--out", default=DEFAULT_OUT, help="model path; {benchmark} is filled in (default: %(default)s)")
     p.add_argument("--eval-episodes", type=int, default=20)
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = make_parser().parse_args(argv)
-    cfg = SelectTrainConfig(benchmark=args.benchmark, timesteps=args.timesteps, seed=args.seed, seed_pool=args.seed_pool)
-    _, log = train_selector(cfg, args.out)
-    for row in log:
-        print(f"timesteps={row['timesteps']:5d} mean_reward={row['mean_reward']:+.4f} top_action={row['top_action']}")
-    if args.eval_episodes:
-        res = evaluate_selector(args.out, episodes=args.eval_episodes)
-        print(f"test, {res['episodes']} episodes: mean Δ_B sb3-select {res['mean']['sb3-select']:+.3f} "
-              f"vs template {res['mean']['template']:+.3f}")
-        print("choices:", dict(sorted({c: res["choices"].count(c) for c in res["choices"]}.items())))
+    benchmarks = [b.strip() for b in args.benchmark.split(",") if b.strip()]
+    try:
+        if len(benchmarks) > 1 and "{benchmark}" not in args.out:
+            raise ConfigError(f"--out={args.out!r} with {len(benchmarks)} benchmarks: put {{benchmark}} in the path "
+                              "so each selector gets its own file")
+        cfgs = [SelectTrainConfig(benchmark=b, timesteps=args.timesteps, seed=args.seed, seed_pool=args.seed_pool)
+                for b in benchmarks]  # every config is checked before any training starts
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    for cfg in cfgs:
+        out = args.out.replace("{benchmark}", cfg.benchmark)
+        _, log = train_selector(cfg, out)
+        print(f"{cfg.benchmark}: saved {out}")
+        for row in log:
+            print(f"timesteps={row['timesteps']:5d} mean_reward={row['mean_reward']:+.4f} top_action={row['top_action']}")
+        if args.eval_episodes:
+            res = evaluate_selector(out, episodes=args.eval_episodes)
+            print(f"{cfg.benchmark} test, {res['episodes']} episodes: mean Δ_B sb3-select {res['mean']['sb3-select']:+.3f} "
+                  f"vs template {res['mean']['template']:+.3f}")
+            print("choices:", dict(sorted({c: res["choices"].count(c) for c in res["choices"]}.items())))
     return 0
 
 

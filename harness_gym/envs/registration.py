@@ -10,7 +10,11 @@ ENV_IDS = {
     "HarnessEdit-ALFWorld-v0": {"benchmark": "alfworld"},
 }
 # Discrete patch-library wrappers with a Box packet feature vector (for stable-baselines3).
-SELECT_ENV_IDS = {"HarnessSelect-DBBench-v0": {"benchmark": "dbbench"}}
+SELECT_ENV_IDS = {
+    "HarnessSelect-DBBench-v0": {"benchmark": "dbbench"},
+    "HarnessSelect-WebShop-v0": {"benchmark": "webshop"},
+    "HarnessSelect-ALFWorld-v0": {"benchmark": "alfworld"},
+}
 
 
 def register_envs() -> None:

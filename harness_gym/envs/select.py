@@ -2,13 +2,16 @@
 
 Description
     The same loop as ``HarnessEditEnv`` (single step), but the action is an index into a
-    library of candidate patches (noop, self-refine, template, co-harness, one template
-    patch per failure signature, the example patches in ``examples/patches/``). Each
-    library entry turns the packet into a patch text, so packet-adaptive editors are arms too.
+    library of candidate patches for the benchmark (see ``default_library``): noop,
+    self-refine, template, co-harness, template restricted to the packet's most frequent
+    signature, one fixed template patch per failure signature, every template rule at once,
+    and the example patches in ``examples/patches/``. Each entry turns the packet into a
+    patch text, so packet-adaptive editors are arms too.
 Observation
-    ``Box(0, 1, (N_FEATURES,), float32)``: features of the failure packet — pass rate,
-    failure share, the share of failures showing each failure signature, critic category
-    shares, mean runtime signals (scaled and clipped) and task-kind shares (see ``FEATURES``).
+    ``Box(0, 1, (len(feature_names(benchmark)),), float32)``: features of the failure
+    packet — pass rate, failure share, the share of failures showing each of the
+    benchmark's failure signatures, critic category shares, mean runtime signals (scaled
+    and clipped) and task-kind shares. The per-benchmark table is ``SPECS``.
 Action
     ``Discrete(len(library))``.
 Reward
@@ -16,16 +19,21 @@ Reward
 Termination
     After one step (``terminated=True``).
 Ids
-    ``HarnessSelect-DBBench-v0`` (registered in ``envs/registration.py``).
+    ``HarnessSelect-DBBench-v0``, ``HarnessSelect-WebShop-v0``, ``HarnessSelect-ALFWorld-v0``
+    (registered in ``envs/registration.py``).
 
-The default library and the signature features come from ``baselines`` (imported lazily);
-pass ``library=`` to use other arms.
+Signatures are detected and arms written by ``baselines`` (imported lazily); pass
+``library=`` to use other arms.
 """
 from __future__ import annotations
 
+import hashlib
+import importlib
+from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -33,17 +41,102 @@ import numpy as np
 from harness_gym.envs.harness_edit import HarnessEditEnv
 from harness_gym.errors import ConfigError
 
-SIGNATURES = ("commit_before_sql", "commit_before_mutation", "empty_commit", "verbose_answer", "identifier_error",
-              "empty_result", "numeric_text", "repeated_sql", "mutation_format")
 CATEGORIES = ("prompt_ambiguity", "tool_schema_error", "skill_missing", "middleware_mismatch", "memory_overflow",
               "agent_error")
-SIGNALS = (("sql_calls", 20), ("error_results", 20), ("empty_results", 20), ("max_same_sql", 20),
-           ("text_only_turns", 20), ("commits", 5))
-FEATURES = (("pass_rate", "failure_share") + tuple(f"sig:{s}" for s in SIGNATURES)
-            + tuple(f"cat:{c}" for c in CATEGORIES) + tuple(f"signal:{k}" for k, _ in SIGNALS)
-            + ("kind:mutation", "kind:select"))
-N_FEATURES = len(FEATURES)
 EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "examples" / "patches"
+
+
+@dataclass(frozen=True)
+class SelectSpec:
+    """One benchmark's row of the feature table; its signatures also name the fixed ``template:<sig>`` arms.
+
+    ``signatures``: failure signatures of ``baselines.template_<benchmark>``, detected per failure trace.
+    ``signals``: (name, scale): a trace's runtime signal (else the trace field, e.g. ``turns``), mean / scale.
+    ``kinds``: (name, task types): the share of failures of those types; ``()`` takes every type not listed.
+    """
+
+    signatures: tuple[str, ...]
+    signals: tuple[tuple[str, float], ...]
+    kinds: tuple[tuple[str, tuple[str, ...]], ...]
+
+    def feature_names(self) -> tuple[str, ...]:
+        return (("pass_rate", "failure_share") + tuple(f"sig:{s}" for s in self.signatures)
+                + tuple(f"cat:{c}" for c in CATEGORIES) + tuple(f"signal:{k}" for k, _ in self.signals)
+                + tuple(f"kind:{k}" for k, _ in self.kinds))
+
+
+SPECS: dict[str, SelectSpec] = {
+    "dbbench": SelectSpec(
+        signatures=("commit_before_sql", "commit_before_mutation", "empty_commit", "verbose_answer", "identifier_error",
+                    "empty_result", "numeric_text", "repeated_sql", "mutation_format"),
+        signals=(("sql_calls", 20), ("error_results", 20), ("empty_results", 20), ("max_same_sql", 20),
+                 ("text_only_turns", 20), ("commits", 5)),
+        kinds=(("mutation", ("INSERT", "UPDATE")), ("select", ())),
+    ),
+    "webshop": SelectSpec(
+        signatures=("buy_without_options", "over_budget", "invalid_click", "search_loop", "repeat_click", "stall",
+                    "text_only"),
+        signals=(("total_actions", 20), ("searches", 10), ("clicks", 20), ("buy_now", 3), ("text_only_turns", 10),
+                 ("task_limit_reached", 1), ("reward", 1)),
+        # the product categories of ``targets/webshop/tasks.py`` (``general`` and any other: "other")
+        kinds=(("apparel", ("apparel",)), ("beauty", ("beauty",)), ("food", ("food",)), ("tech", ("tech",)),
+               ("home", ("home",)), ("other", ())),
+    ),
+    "alfworld": SelectSpec(
+        signatures=("skip_transform", "wrong_receptacle", "retake_placed", "examine_instead", "not_opening",
+                    "substitute_object", "invalid_grammar"),
+        signals=(("take_action_calls", 50), ("nothing_happens", 10), ("text_only_turns", 10), ("turns", 50)),
+        # ``targets/alfworld/tasks.py:TASK_TYPES``
+        kinds=(("pick_and_place", ("pick_and_place_simple",)), ("look_at_obj", ("look_at_obj_in_light",)),
+               ("clean", ("pick_clean_then_place_in_recep",)), ("heat", ("pick_heat_then_place_in_recep",)),
+               ("cool", ("pick_cool_then_place_in_recep",)), ("two_obj", ("pick_two_obj_and_place",)), ("other", ())),
+    ),
+}
+
+
+def select_spec(benchmark: str) -> SelectSpec:
+    if benchmark not in SPECS:
+        raise ConfigError(f"benchmark={benchmark!r}: HarnessSelectEnv has a feature table for {sorted(SPECS)}; "
+                          "add a SelectSpec row to harness_gym.envs.select.SPECS for a new benchmark")
+    return SPECS[benchmark]
+
+
+def feature_names(benchmark: str) -> tuple[str, ...]:
+    """The names of ``packet_features`` entries for ``benchmark``, in order."""
+    return select_spec(benchmark).feature_names()
+
+
+def trace_signatures(benchmark: str, trace: dict[str, Any]) -> set[str]:
+    """The table's failure signatures shown by one failure trace of the packet."""
+    found = importlib.import_module(f"baselines.template_{benchmark}").detect({"failures": [trace]})
+    return set(found) & set(select_spec(benchmark).signatures)
+
+
+def _trace_value(trace: dict[str, Any], key: str) -> float:
+    signals = trace.get("signals", {})
+    return float(signals[key] if key in signals else trace.get(key, 0))
+
+
+def packet_features(packet: dict[str, Any], benchmark: str | None = None) -> np.ndarray:
+    """The packet as a fixed-length vector in [0, 1] (order: ``feature_names(benchmark)``)."""
+    from baselines.co_harness.critic import RuleCritic
+
+    bench = benchmark or packet.get("benchmark", "")
+    spec = select_spec(bench)
+    fails = packet.get("failures", [])
+    n = max(1, len(fails))
+    size = max(1, int(packet.get("batch_size") or len(packet.get("task_ids", [])) or 1))
+    sigs = [trace_signatures(bench, t) for t in fails]
+    cats = [a.category for a in RuleCritic().attribute({**packet, "benchmark": bench})]
+    vec = [packet.get("baseline_pass", 0) / size, len(fails) / size]
+    vec += [sum(s in x for x in sigs) / n for s in spec.signatures]
+    vec += [cats.count(c) / n for c in CATEGORIES]
+    vec += [float(np.mean([_trace_value(t, k) for t in fails])) / scale if fails else 0.0 for k, scale in spec.signals]
+    listed = {v for _, values in spec.kinds for v in values}
+    for _, values in spec.kinds:
+        vec.append(sum((t.get("task_type") in values) if values else (t.get("task_type") not in listed)
+                       for t in fails) / n)
+    return np.clip(np.asarray(vec, dtype=np.float32), 0.0, 1.0)
 
 
 @dataclass(frozen=True)
@@ -54,62 +147,53 @@ class LibraryEntry:
     make: Callable[[str, dict[str, Any], str], str]
 
 
-def packet_features(packet: dict[str, Any]) -> np.ndarray:
-    """The packet as a fixed-length vector in [0, 1] (order: ``FEATURES``)."""
-    from baselines.co_harness.critic import RuleCritic, dbbench_signatures, generic_signatures
-
-    fails = packet.get("failures", [])
-    n = max(1, len(fails))
-    size = max(1, int(packet.get("batch_size") or len(packet.get("task_ids", [])) or 1))
-    bench = packet.get("benchmark", "")
-    sigs = [set(dbbench_signatures(t) if bench == "dbbench" else generic_signatures(t)) for t in fails]
-    cats = [a.category for a in RuleCritic().attribute(packet)]
-    vec = [packet.get("baseline_pass", 0) / size, len(fails) / size]
-    vec += [sum(s in x for x in sigs) / n for s in SIGNATURES]
-    vec += [cats.count(c) / n for c in CATEGORIES]
-    vec += [float(np.mean([float(t.get("signals", {}).get(k, 0)) for t in fails])) / scale if fails else 0.0
-            for k, scale in SIGNALS]
-    mut = sum(t.get("task_type") in ("INSERT", "UPDATE") for t in fails)
-    vec += [mut / n, (len(fails) - mut) / n if fails else 0.0]
-    return np.clip(np.asarray(vec, dtype=np.float32), 0.0, 1.0)
-
-
 def default_library(benchmark: str) -> list[LibraryEntry]:
-    """noop, self-refine, template, co-harness, template per signature, example patches."""
-    import importlib
+    """The candidate patches for ``benchmark``, the same recipe for every benchmark.
 
+    Packet-adaptive: noop, self-refine, template, co-harness, ``template:top`` (the template
+    rule of the packet's most frequent signature only). Fixed: ``template:<sig>`` per
+    signature of ``SPECS[benchmark]``, ``template:all`` (every rule, needed or not) and
+    ``example:<stem>`` per ``examples/patches/<benchmark>_*.txt``. The partial and
+    unconditional variants are there so the choice matters: each helps some packets only.
+    """
     from baselines.base import PolicyInput
     from baselines.co_harness.propose import CoHarnessPolicy
     from baselines.hr1 import harness_r1_patch
-    from baselines.noop import NoopPolicy
+    from baselines.noop import NOOP_HOOK, NoopPolicy
     from baselines.self_refine import SelfRefinePolicy
     from baselines.template import TemplatePolicy
+
+    spec = select_spec(benchmark)
+    rules = importlib.import_module(f"baselines.template_{benchmark}")
 
     def from_policy(policy: Any) -> Callable[[str, dict[str, Any], str], str]:
         return lambda text, packet, bench: policy.propose([PolicyInput(text, packet, bench)], k=1)[0][0]
 
-    lib = [LibraryEntry("noop", from_policy(NoopPolicy())), LibraryEntry("self-refine", from_policy(SelfRefinePolicy()))]
-    try:
-        rules = importlib.import_module(f"baselines.template_{benchmark}")
-    except ModuleNotFoundError:
-        rules = None
-    if rules is not None:
-        lib.append(LibraryEntry("template", from_policy(TemplatePolicy())))
-    lib.append(LibraryEntry("co-harness", from_policy(CoHarnessPolicy())))
-    if rules is not None:
-        for sig in SIGNATURES if benchmark == "dbbench" else ():
-            hooks = rules.build_hooks([sig])
-            if hooks:
-                text = harness_r1_patch(benchmark, f"Template rule for {sig}.", hooks)
-                lib.append(LibraryEntry(f"template:{sig}", lambda t, p, b, text=text: text))
+    def fixed(text: str) -> Callable[[str, dict[str, Any], str], str]:
+        return lambda t, p, b: text
+
+    def top(text: str, packet: dict[str, Any], bench: str) -> str:
+        counts = Counter(s for t in packet.get("failures", []) for s in trace_signatures(bench, t))
+        best = max(spec.signatures, key=lambda s: counts[s]) if counts else ""  # ties: table order
+        hooks = (rules.build_hooks([best]) if best else {}) or {"on_init": NOOP_HOOK}
+        return harness_r1_patch(bench, f"Template rule for the most frequent failure only: {best or 'none'}.", hooks)
+
+    lib = [LibraryEntry("noop", from_policy(NoopPolicy())), LibraryEntry("self-refine", from_policy(SelfRefinePolicy())),
+           LibraryEntry("template", from_policy(TemplatePolicy())), LibraryEntry("co-harness", from_policy(CoHarnessPolicy())),
+           LibraryEntry("template:top", top)]
+    for sig in spec.signatures:
+        hooks = rules.build_hooks([sig])
+        if hooks:
+            lib.append(LibraryEntry(f"template:{sig}", fixed(harness_r1_patch(benchmark, f"Template rule for {sig}.", hooks))))
+    every = rules.build_hooks(list(spec.signatures))
+    lib.append(LibraryEntry("template:all", fixed(harness_r1_patch(benchmark, "Every template rule.", every))))
     for path in sorted(EXAMPLES_DIR.glob(f"{benchmark}_*.txt")):
-        text = path.read_text(encoding="utf-8")
-        lib.append(LibraryEntry(f"example:{path.stem}", lambda t, p, b, text=text: text))
+        lib.append(LibraryEntry(f"example:{path.stem}", fixed(path.read_text(encoding="utf-8"))))
     return lib
 
 
 class HarnessSelectEnv(gym.Env):
-    metadata = {"render_modes": []}
+    metadata: dict[str, Any] = {"render_modes": []}  # noqa: RUF012 - gymnasium reads it from the class
 
     def __init__(self, benchmark: str = "dbbench", library: Sequence[LibraryEntry] | None = None,
                  seed_pool: int | None = None, **kwargs: Any) -> None:
@@ -117,6 +201,7 @@ class HarnessSelectEnv(gym.Env):
             raise ConfigError(f"max_edits={kwargs['max_edits']}: HarnessSelectEnv is single-step; drop max_edits")
         if seed_pool is not None and seed_pool < 1:
             raise ConfigError(f"seed_pool={seed_pool}: expected None (any batch) or an integer >= 1")
+        self.features = feature_names(benchmark)
         self.edit = HarnessEditEnv(benchmark=benchmark, **kwargs)
         self.benchmark = benchmark
         self.library = list(library) if library is not None else default_library(benchmark)
@@ -124,9 +209,10 @@ class HarnessSelectEnv(gym.Env):
             raise ConfigError("library is empty: give at least one LibraryEntry")
         self.seed_pool = seed_pool
         self.action_space = gym.spaces.Discrete(len(self.library))
-        self.observation_space = gym.spaces.Box(0.0, 1.0, (N_FEATURES,), np.float32)
+        self.observation_space = gym.spaces.Box(0.0, 1.0, (len(self.features),), np.float32)
         self._text = ""
         self._packet: dict[str, Any] = {}
+        self._batch_key: int | None = None  # the batch seed of a reset without options (memo key)
 
     @property
     def names(self) -> list[str]:
@@ -137,16 +223,20 @@ class HarnessSelectEnv(gym.Env):
         # The inner batch seed: any batch, or one of ``seed_pool`` batches (cached rollouts after a first visit).
         high = self.seed_pool if self.seed_pool is not None else 2**31 - 1
         batch_seed = int(self.np_random.integers(0, high))
+        self._batch_key = None if options else batch_seed
         self._text, info = self._inner_reset(batch_seed, options)
         self._packet = info["packet"]
-        return packet_features(self._packet), {"batch_seed": batch_seed, "batch_digest": info["batch_digest"],
-                                               "baseline_score": info["baseline_score"]}
+        return packet_features(self._packet, self.benchmark), {
+            "batch_seed": batch_seed, "batch_digest": info["batch_digest"], "baseline_score": info["baseline_score"]}
 
     # ``HarnessEditEnv.reset`` is deterministic per seed but re-hashes the whole task pool
     # each time (~0.5 s on DBBench); a revisited batch restores the inner env's batch state
     # instead (its private fields below), which gives the same batch, seeds and baseline.
+    # Likewise ``step`` is deterministic per (batch, patch) but renders the patched run's
+    # packet (~50 ms on ALFWorld, more than the cached rollouts), so its result is kept too.
     _STATE = ("_batch", "_seeds", "_heldout", "_heldout_seeds", "_base", "_base_results")
     _MEMO = 256
+    _STEP_MEMO = 4096
 
     def _inner_reset(self, batch_seed: int, options: dict[str, Any] | None) -> tuple[str, dict[str, Any]]:
         memo = self.__dict__.setdefault("_memo", {})
@@ -165,14 +255,21 @@ class HarnessSelectEnv(gym.Env):
         if not self._packet:
             raise RuntimeError("call reset() before step()")
         if not self.action_space.contains(action):
-            raise ValueError(f"action={action!r}: expected an int in [0, {self.action_space.n})")
+            raise ValueError(f"action={action!r}: expected an int in [0, {len(self.library)})")
         entry = self.library[int(action)]
         patch = entry.make(self._text, self._packet, self.benchmark)
-        _, reward, _, _, info = self.edit.step(patch)
-        obs = packet_features(info["packet"])
-        return obs, float(reward), True, False, {"candidate": entry.name, "patch_valid": info["patch_valid"],
-                                                 "patch_error": info["patch_error"], "delta": info["delta"],
-                                                 "heldout_delta": info.get("heldout_delta")}
+        memo = self.__dict__.setdefault("_step_memo", {})
+        key = None if self._batch_key is None else (self._batch_key, hashlib.sha256(patch.encode()).hexdigest())
+        if key is None or key not in memo:
+            _, reward, _, _, info = self.edit.step(patch)
+            result = (packet_features(info["packet"], self.benchmark), float(reward),
+                      {k: info.get(k) for k in ("patch_valid", "patch_error", "delta", "heldout_delta")})
+            if key is not None and len(memo) < self._STEP_MEMO:
+                memo[key] = result
+        else:
+            result = memo[key]
+        obs, reward, info = result
+        return obs.copy(), reward, True, False, {"candidate": entry.name, **info}
 
     def patch_for(self, action: int) -> str:
         """The patch text arm ``action`` writes for the current packet."""
