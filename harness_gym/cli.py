@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "envs":
             import harness_gym.envs.registration as reg
 
-            print("\n".join(reg.ENV_IDS))
+            print("\n".join([*reg.ENV_IDS, *reg.SELECT_ENV_IDS]))
             return 0
     except HarnessGymError as exc:
         print(f"harness-gym: error: {exc}", file=sys.stderr)

@@ -48,4 +48,5 @@ def test_data_verify_on_the_original_dev_split(dbbench_data_dir, capsys) -> None
 
 def test_console_script_lists_envs() -> None:
     out = subprocess.run([sys.executable, "-m", "harness_gym.cli", "envs"], capture_output=True, text=True, check=True)
-    assert "HarnessEdit-DBBench-v0" in out.stdout
+    listed = set(out.stdout.split())
+    assert {f"Harness{kind}-{b}-v0" for kind in ("Edit", "Select") for b in ("DBBench", "WebShop", "ALFWorld")} <= listed
