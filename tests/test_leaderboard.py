@@ -46,7 +46,10 @@ def test_fresh_submission_verifies(template_sub: dict) -> None:
     assert any(e["claimed"]["reward"] != 0 for e in template_sub["episodes"]), "template should move some batch"
     verdict = verify_submission(template_sub)
     assert verdict.accepted, verdict.message
-    assert verdict.episodes_checked == 3
+    assert verdict.episodes_checked == 3 and "submitted with" not in verdict.message
+    older = {**template_sub, "package": {**template_sub["package"], "version": "0.0.1"}}
+    verdict = verify_submission(older, limit=1)
+    assert verdict.accepted and "submitted with harness-gym 0.0.1" in verdict.message, verdict.message
 
 
 def test_changed_reward_is_rejected_with_first_mismatch(template_sub: dict) -> None:

@@ -4,7 +4,8 @@ Per episode, in order: the batch must exist in the split, the batch digest (task
 identities + target sampling seeds) and the packet hash must match, then the patch is
 stepped and ``patch_valid``, ``reward``, ``baseline_score``, ``patched_score`` and
 ``heldout_delta`` are compared — exactly by default (the sim target is deterministic),
-within ``tolerance`` for real models. The first mismatch ends the check.
+within ``tolerance`` for real models. The first mismatch ends the check. An accepted
+submission made with another package version says so in its verdict (the rerun decides).
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import harness_gym
 from harness_gym.leaderboard.schema import SubmissionError, validate
 from harness_gym.leaderboard.submission import CLAIM_FIELDS, make_env, packet_sha256
 
@@ -87,4 +89,6 @@ def verify_submission(
         env.close()
     how = "exactly" if tolerance == 0 else f"within {tolerance}"
     part = "" if len(episodes) == len(sub["episodes"]) else f" (first {len(episodes)} of {len(sub['episodes'])})"
-    return Verdict(True, len(episodes), f"accepted: {sub['name']}: {len(episodes)} episodes{part} reproduce {how}")
+    submitted = str(sub.get("package", {}).get("version", "?"))
+    versions = "" if submitted == harness_gym.__version__ else f" (submitted with harness-gym {submitted}, verified with {harness_gym.__version__})"
+    return Verdict(True, len(episodes), f"accepted: {sub['name']}: {len(episodes)} episodes{part} reproduce {how}{versions}")
