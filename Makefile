@@ -35,7 +35,7 @@ install-test: $(VENV)/.installed-test
 install-models: $(VENV)/.installed-models
 
 demo: install
-	$(BIN)/harness-gym bench --env HarnessEdit-DBBench-v0,HarnessEdit-WebShop-v0,HarnessEdit-ALFWorld-v0 --policy noop,self-refine,template --episodes $(EPISODES) --out runs/demo.jsonl
+	$(BIN)/harness-gym bench --env HarnessEdit-DBBench-v0,HarnessEdit-WebShop-v0,HarnessEdit-ALFWorld-v0 --policy noop,self-refine,template,co-harness --episodes $(EPISODES) --out runs/demo.jsonl
 
 test: install-test install-models
 	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --durations=15

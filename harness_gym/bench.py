@@ -2,7 +2,10 @@
 
 Each (episode seed, policy) pair is one env reset (the baseline is cached, so every policy
 sees the same batch and packet) and one step. Rows are appended as they finish; with
-``resume`` finished rows are read back and not redone.
+``resume`` finished rows are read back and not redone. Cost per row: the rollouts and
+target-model calls the step ran (patched batch plus held-out batch; the shared baseline is
+not charged to any policy, a cached rerun costs 0) and the patch's length in approximate
+tokens (characters / 4, the packets' estimate).
 """
 from __future__ import annotations
 
@@ -75,7 +78,9 @@ def run_bench(
                             continue
                         obs, info = env.reset(seed=s)
                         patch = policy.propose([PolicyInput(obs, info["packet"], benchmark)], k=1)[0][0]
+                        before = env.unwrapped.report()
                         _, reward, _, _, sinfo = env.step(patch)
+                        after = env.unwrapped.report()
                         row = {
                             "env": env_id, "policy": name, "episode": e, "seed": s, "reward": reward,
                             "patch_valid": sinfo["patch_valid"], "patch_error": sinfo["patch_error"],
@@ -83,6 +88,9 @@ def run_bench(
                             "delta": sinfo["delta"], "heldout_delta": sinfo.get("heldout_delta"),
                             "incomplete": sinfo.get("incomplete", []), "batch_digest": info["batch_digest"],
                             "batch": info["batch"], "harness_version": sinfo["harness_version"], "patch": patch,
+                            "cost": {"rollouts": after["episodes_run"] - before["episodes_run"],
+                                     "target_calls": after["model_requests"] - before["model_requests"],
+                                     "patch_tokens": approx_tokens(patch)},
                         }
                         fh.write(json.dumps(row) + "\n")
                         fh.flush()
@@ -92,6 +100,16 @@ def run_bench(
                 env.close()
     bar.close()
     return result
+
+
+def approx_tokens(text: str) -> int:
+    """Approximate token count (characters / 4), the estimate the packets print."""
+    return (len(text) + 3) // 4
+
+
+def _cost(rs: list[dict[str, Any]], key: str) -> float:
+    vals = [r["cost"][key] for r in rs if isinstance(r.get("cost"), dict)]
+    return sum(vals) / len(vals) if vals else float("nan")
 
 
 def _fmt_ci(ci: MeanCI) -> str:
@@ -116,6 +134,8 @@ def summarize(rows: BenchRows, env_id: str) -> list[dict[str, Any]]:
             "patched": sum(r["patched_score"] for r in valid) / len(valid) if valid else float("nan"),
             "heldout": mean_ci(held) if held else None,
             "gap": mean_ci(gap) if gap else None,
+            "rollouts": _cost(rs, "rollouts"), "target_calls": _cost(rs, "target_calls"),
+            "patch_tokens": _cost(rs, "patch_tokens"),
         })
     return table
 
@@ -126,9 +146,12 @@ def render_table(rows: BenchRows, env_id: str) -> str:
     has_held = any(t["heldout"] is not None for t in table)
     if has_held:
         heads += ["held-out Δ [95% CI]", "same − held-out [95% CI]"]
+    heads += ["rollouts/ep", "target calls/ep", "patch ≈tok"]
+    num = lambda v, spec: "-" if math.isnan(v) else format(v, spec)  # noqa: E731
     lines = [[t["policy"], str(t["n"]), _fmt_ci(t["delta"]), f"{t['valid_rate']:.0%}", f"{t['baseline']:.3f}",
               "-" if math.isnan(t["patched"]) else f"{t['patched']:.3f}"]
              + ([_fmt_ci(t["heldout"]) if t["heldout"] else "-", _fmt_ci(t["gap"]) if t["gap"] else "-"] if has_held else [])
+             + [num(t["rollouts"], ".1f"), num(t["target_calls"], ".0f"), num(t["patch_tokens"], ".0f")]
              for t in table]
     widths = [max(len(h), *(len(row[i]) for row in lines)) for i, h in enumerate(heads)]
     fmt = lambda cells: "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths)) + " |"  # noqa: E731

@@ -18,6 +18,12 @@ def test_bench_prints_table_writes_jsonl_and_resumes(tmp_path, capsys) -> None:
     assert len(rows) == 6 and {r["policy"] for r in rows} == {"noop", "template"}
     assert all(r["patch_valid"] for r in rows) and all(r["reward"] == 0.0 for r in rows if r["policy"] == "noop")
     assert out.with_suffix(".png").exists()
+    # cost: a step reruns the batch of 5 under the patched harness (the baseline is shared, not charged);
+    # a harness version already run on that batch (template's no-change patch = noop's) costs nothing
+    assert all(r["cost"]["rollouts"] == 5 and r["cost"]["target_calls"] >= 5 for r in rows if r["policy"] == "noop")
+    assert all(r["cost"]["rollouts"] in (0, 5) for r in rows)
+    assert all(r["cost"]["patch_tokens"] == (len(r["patch"]) + 3) // 4 for r in rows)
+    assert "rollouts/ep" in text and "patch ≈tok" in text
 
     # a crash left a torn line and one episode undone: --resume redoes only what is missing
     kept = out.read_text().splitlines()[:4]

@@ -127,6 +127,8 @@ class HarnessEditEnv(gym.Env):
         self._edits = 0
         self.gold = GoldStrings.from_tasks(self.spec_, self._batch + self._heldout, self.default_harness)
         self._base_results = self.evaluator.evaluate(self._base, self._batch, self._seeds)
+        if self._heldout:  # the held-out baseline too, so a step runs (and costs) only the patched harness
+            self.evaluator.evaluate(self._base, self._heldout, self._heldout_seeds)
         obs, packet = self._observe(self._base, self._base_results)
         info = {
             "packet": packet.to_dict(),
