@@ -115,6 +115,40 @@ def test_teacher_rows_keep_valid_nonnegative_patches(env, rows):
     assert out[0]["prompt"] == rows[0]["prompt"]
 
 
+def test_teacher_rows_drop_patches_over_the_completion_budget(env, rows):
+    from baselines.base import make_policy
+    from baselines.grpo.sft import teacher_rows
+
+    class Two:
+        def propose(self, packets, k=1):
+            return [[VALID, make_policy("template").propose(packets, 1)[0][0]] for _ in packets]
+
+    lengths = [len(make_policy("template").propose([_input(env, r)], 1)[0][0]) for r in rows]
+    assert len(VALID) < 100 < min(lengths)
+    kept = teacher_rows(env, rows, Two(), k=2, count_tokens=len, max_completion_tokens=100)  # type: ignore[arg-type]
+    assert [r["completion"][0]["content"] for r in kept] == [VALID] * len(rows)
+    assert len(teacher_rows(env, rows, Two(), k=2, count_tokens=len, max_completion_tokens=max(lengths))) == 2 * len(rows)  # type: ignore[arg-type]
+
+
+def test_sample_scores_count_groups_with_a_learning_signal(env, rows, capsys):
+    from baselines.grpo.samples import score_samples
+
+    stats = score_samples(env, rows, [[VALID, "no patch"], [VALID, VALID]])
+    assert stats["n"] == 4 and stats["valid_rate"] == 0.75
+    assert stats["groups_with_signal"] == 1  # only the mixed group has unequal rewards, i.e. a non-zero advantage
+    EnvReward(env, echo=True)(prompts=[None] * 2, completions=[VALID, "no patch"], batch_seed=[rows[0]["batch_seed"]] * 2,
+                              task_ids=[rows[0]["task_ids"]] * 2)
+    line = capsys.readouterr().out.strip()
+    assert line.startswith("[reward] step=0 n=2") and "valid_rate=0.50" in line and "groups=[+0.00,-0.10]" in line
+
+
+def _input(env, row):
+    from baselines.base import PolicyInput
+
+    obs, info = reset_to_row(env, row["batch_seed"], row["task_ids"])
+    return PolicyInput(obs, info["packet"], row["benchmark"])
+
+
 def _force_even_rows(model, tokenizer, text: str) -> None:
     """Scripted engineer: even rows of every generate() call emit ``text`` then EOS; odd rows sample."""
     import torch
@@ -150,18 +184,31 @@ def test_grpo_tiny_model_rewards_flow_and_weights_change(env, rows, tmp_path):
     import torch
 
     from baselines.base import PolicyInput, make_policy
-    from baselines.grpo.sft import SFTEngineerConfig, sft_train
-    from baselines.grpo.train import load_model, save, train_grpo
+    from baselines.grpo.sft import SFTEngineerConfig, sft_train, teacher_rows
+    from baselines.grpo.train import completion_counter, load_model, save, train_grpo
     from harness_gym.models.tiny import build_tiny_model
 
     path = build_tiny_model(Path(tempfile.gettempdir()) / "harness-gym-tests" / "tiny-steps1", steps=1)
     model, tok = load_model(str(path))
-    # cold-start SFT: one step on a short valid teacher completion moves the weights
+    # cold-start SFT on template patches: one step moves the weights, and what TRL trains on (the
+    # completion-masked tokens) is the teacher reply plus end-of-turn, which decodes to a valid patch
+    sft_rows = teacher_rows(env, rows, make_policy("template"), count_tokens=completion_counter(tok),
+                            max_completion_tokens=8192)
+    assert len(sft_rows) == len(rows)
     before = {k: v.detach().clone() for k, v in model.named_parameters()}
-    sft_rows = [{"prompt": r["prompt"], "completion": [{"role": "assistant", "content": VALID}]} for r in rows]
-    sft_train(model, tok, sft_rows, SFTEngineerConfig(output_dir=str(tmp_path / "sft"), max_steps=1, learning_rate=1e-3,
-                                                      batch_size=2, max_length=8192))
+    sft = sft_train(model, tok, sft_rows, SFTEngineerConfig(output_dir=str(tmp_path / "sft"), max_steps=1, learning_rate=1e-3,
+                                                            batch_size=2, max_length=8192, gradient_checkpointing=False,
+                                                            bf16=True))
     assert any(not torch.equal(before[k], v) for k, v in model.named_parameters())
+    assert not hasattr(model.forward, "__wrapped__")  # no autocast wrapper left to slow down GRPO's generate()
+    eos = tok.convert_tokens_to_ids("<|im_end|>")
+    for ex, row in zip(sft.train_dataset, sft_rows):
+        target = [t for t in ex["labels"] if t != -100]  # the tokens the loss covers
+        assert eos in target and len(target) <= completion_counter(tok)(row["completion"][0]["content"]) + 1
+        reply = tok.decode(target[:target.index(eos)], skip_special_tokens=True)  # as GRPO decodes a sample
+        assert reply == row["completion"][0]["content"]
+        reset_to_row(env, row["batch_seed"], row["task_ids"])
+        assert env.unwrapped.evaluate_patches([reply])[0]["patch_valid"]
 
     _force_even_rows(model, tok, VALID)
     cfg = GRPOEngineerConfig.cpu_smoke(str(tmp_path / "grpo"), max_completion_length=32, prompt_prefix=SHORT)

@@ -4,7 +4,8 @@ TRL calls the reward function with every completion of a generation batch plus t
 columns (``batch_seed``, ``task_ids``, …) as lists. Completions are grouped by their batch;
 for each group the env is reset to that batch (its baseline is cached, so this is cheap) and
 all K candidates are scored in one call. Each call appends one JSON line to ``log_path``:
-step, reward mean/std, validity rate, Δ over valid patches, and per-group rewards.
+step, reward mean/std, validity rate, Δ over valid patches, and per-group rewards; with
+``echo`` it also prints a one-line summary per call (the CPU run's per-step log).
 """
 from __future__ import annotations
 
@@ -31,10 +32,11 @@ class EnvReward:
 
     __name__ = "harness_delta"
 
-    def __init__(self, env: Any, log_path: str | Path | None = None) -> None:
+    def __init__(self, env: Any, log_path: str | Path | None = None, *, echo: bool = False) -> None:
         check_training_env(env)
         self.env = env
         self.log_path = Path(log_path) if log_path else None
+        self.echo = echo
         self.calls = 0
         self.history: list[dict[str, Any]] = []
 
@@ -76,8 +78,19 @@ class EnvReward:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
             with self.log_path.open("a") as fh:
                 fh.write(json.dumps(row) + "\n")
+        if self.echo:
+            print(summary_line(row), flush=True)
         if callable(log_metric):
             log_metric("valid_rate", row["valid_rate"])
             if deltas:
                 log_metric("delta_valid", row["delta_mean_valid"])
         return rewards
+
+
+def summary_line(row: dict[str, Any]) -> str:
+    """One line per reward call: step, mean reward, valid rate, mean Δ of valid patches, group rewards."""
+    delta = row["delta_mean_valid"]
+    groups = " ".join("[" + ",".join(f"{r:+.2f}" for r in g["rewards"]) + "]" for g in row["groups"])
+    return (f"[reward] step={row['step']} n={row['n']} reward_mean={row['reward_mean']:+.3f} "
+            f"reward_std={row['reward_std']:.3f} valid_rate={row['valid_rate']:.2f} "
+            f"delta_mean_valid={'n/a' if delta is None else f'{delta:+.3f}'} groups={groups}")

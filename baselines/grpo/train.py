@@ -33,9 +33,12 @@ def load_model(path: str) -> tuple[Any, Any]:
     return model, tok
 
 
-def train_grpo(model: Any, tokenizer: Any, rows: list[dict[str, Any]], env: Any, cfg: GRPOEngineerConfig,
-               ) -> tuple[Any, EnvReward]:
-    """Run GRPO on ``rows``; returns (trainer, reward function with its per-call history)."""
+def train_grpo(model: Any, tokenizer: Any, rows: list[dict[str, Any]], env: Any, cfg: GRPOEngineerConfig, *,
+               echo: bool = False) -> tuple[Any, EnvReward]:
+    """Run GRPO on ``rows``; returns (trainer, reward function with its per-call history).
+
+    ``echo`` prints one summary line per reward call (= per step when a step is one generation batch).
+    """
     try:
         from datasets import Dataset  # type: ignore[import-untyped]
         from trl import GRPOTrainer
@@ -45,7 +48,7 @@ def train_grpo(model: Any, tokenizer: Any, rows: list[dict[str, Any]], env: Any,
         raise ConfigError("no training rows: every reset batch passed or was too long; draw more seeds or a larger env_batch_size")
     log = Path(cfg.reward_log)
     log.parent.mkdir(parents=True, exist_ok=True)
-    reward = EnvReward(env, log)
+    reward = EnvReward(env, log, echo=echo)
     trainer = GRPOTrainer(model=model, reward_funcs=[reward],  # type: ignore[list-item]  # returns list[float]
                           args=cfg.to_trl(), train_dataset=Dataset.from_list(rows),
                           processing_class=tokenizer)
@@ -58,6 +61,14 @@ def token_counter(tokenizer: Any) -> Callable[[list[dict[str, str]]], int]:
     def count(messages: list[dict[str, str]]) -> int:
         text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
         return len(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    return count
+
+
+def completion_counter(tokenizer: Any) -> Callable[[str], int]:
+    """Tokens a reply takes when the model generates it: its text plus the end-of-turn token."""
+    def count(text: str) -> int:
+        return len(tokenizer(text, add_special_tokens=False)["input_ids"]) + 1
 
     return count
 
