@@ -157,14 +157,16 @@ def test_env_step_and_evaluate_patches_reject_with_one_line(env: Any) -> None:
 
 
 def _false_positives(env: Any, seeds: range) -> tuple[int, list[str]]:
+    """(patches checked, rejections) for the example patches and the baselines' patches over ``seeds``."""
     checked, rejected = 0, []
     examples = [p.read_text(encoding="utf-8") for p in EXAMPLES]
     policies = [make_policy(n) for n in ("template", "self-refine", "noop")]
+    benchmark = env.config.benchmark
     for seed in seeds:
         obs, info = env.reset(seed=seed)
         texts = list(examples)
         for pol in policies:
-            texts += pol.propose([PolicyInput(obs, info["packet"], "dbbench")], k=2)[0]
+            texts += pol.propose([PolicyInput(obs, info["packet"], benchmark)], k=2)[0]
         for text in texts:
             try:
                 patch = parse_patch(text, env._base)
@@ -221,33 +223,18 @@ def test_webshop_titles_and_alfworld_hiding_places_are_gold_and_innocent_patches
     e = gym.make(env_id, batch_size=5, heldout_batch_size=5)
     u = e.unwrapped
     try:
-        _, info = e.reset(seed=4)
+        e.reset(seed=4)
         task = u._heldout[0]  # held-out tasks are gold too
         if benchmark == "webshop":
             secret = task.goal["name"]
         else:
-            obj, where = next((o, w) for o, w in task.objects if o.split(" ")[0] == task.target_type)
-            secret = f"{task.target_type}s are usually in {where.split(' ')[0]} {where.split(' ')[1]}"
+            where = next(w for o, w in task.objects if o.split(" ")[0] == task.target_type)
+            secret = f"{task.target_type}s are usually in {where}"
         leak = harness_r1_patch(benchmark, "Generic hint.", {"on_post_step": _hint_hook(f"Remember: {secret}.")})
         _, reward, _, _, step_info = e.step(leak)
         assert step_info["patch_valid"] is False and "task data" in step_info["patch_error"], step_info["patch_error"]
         assert "\n" not in step_info["patch_error"] and reward == u.config.invalid_patch_reward
-        checked, rejected = 0, []
-        examples = [p.read_text(encoding="utf-8") for p in EXAMPLES]
-        for seed in range(8):
-            obs, info = e.reset(seed=seed)
-            texts = examples + [t for n in ("template", "self-refine", "noop")
-                                for t in make_policy(n).propose([PolicyInput(obs, info["packet"], benchmark)], k=2)[0]]
-            for text in texts:
-                try:
-                    patch = parse_patch(text, u._base)
-                except PatchError:
-                    continue
-                checked += 1
-                try:
-                    check_leakage(patch, u.gold, base=u._base)
-                except PatchError as exc:
-                    rejected.append(str(exc))
+        checked, rejected = _false_positives(u, range(8))
         assert checked >= 50 and rejected == [], rejected[:3]
     finally:
         e.close()
