@@ -1,18 +1,34 @@
 """Helpers shared by test modules (imported as ``support``; pytest puts tests/ on sys.path)."""
 from __future__ import annotations
 
+import importlib.util
 import os
+from typing import NoReturn
 
 import pytest
+
+
+def unavailable(needs: str, why: str) -> NoReturn:
+    """Skip a test (or a module) whose dependency is missing, naming it — but fail in CI, whose .ci/run must
+    provide it."""
+    if os.environ.get("CI"):
+        pytest.fail(f"CI is set but {needs} is not usable ({why}): .ci/run must provide it", pytrace=False)
+    pytest.skip(f"needs {needs}: {why}", allow_module_level=True)
+
+
+def require_modules(*modules: str, install: str) -> None:
+    """Every module importable, else ``unavailable`` with the pip command ``install``."""
+    missing = [m for m in modules if importlib.util.find_spec(m) is None]
+    if missing:
+        unavailable(", ".join(missing), f"not installed: {install}")
 
 
 def require_mysql_url() -> str:
     """The MySQL-compatible server's URL; skip without one, but fail in CI (CI starts MariaDB)."""
     url = os.environ.get("HARNESS_GYM_MYSQL_URL")
     if not url:
-        if os.environ.get("CI"):
-            pytest.fail("CI is set but HARNESS_GYM_MYSQL_URL is not: .ci/run must start MariaDB (.ci/mariadb.sh)")
-        pytest.skip("needs a MySQL-compatible server: set HARNESS_GYM_MYSQL_URL (run .ci/mariadb.sh and export the URL it prints)")
+        unavailable("a MySQL-compatible server",
+                    "set HARNESS_GYM_MYSQL_URL (run .ci/mariadb.sh and export the URL it prints)")
     return url
 
 
@@ -35,7 +51,5 @@ def require_docker() -> object:
     except Exception as exc:  # noqa: BLE001 - no engine
         why = f"no Docker engine answers ({type(exc).__name__}); start dockerd as .ci/docker.sh does"
     if why:
-        if os.environ.get("CI"):
-            pytest.fail(f"CI is set but Docker is not usable: {why}")
-        pytest.skip(f"needs Docker: {why}")
+        unavailable("Docker", why)
     return client

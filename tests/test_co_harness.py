@@ -4,10 +4,10 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import json
-import os
 
 import gymnasium as gym
 import pytest
+from support import unavailable
 
 import harness_gym  # noqa: F401 - registers the env ids
 from baselines.base import PolicyInput
@@ -175,9 +175,7 @@ def test_sft_step_trains_a_tiny_model_and_returns_a_new_target(tmp_path):
     if build is None:
         missing.append("harness_gym.models.tiny.build_tiny_model")
     if missing:
-        if os.environ.get("CI"):
-            pytest.fail(f"CI is set but the alignment phase's dependencies are missing: {missing}")
-        pytest.skip(f"needs {missing} (the hf backend work provides build_tiny_model; pip install trl datasets)")
+        unavailable(f"the alignment phase's dependencies {missing}", "not installed: pip install trl datasets")
     from baselines.co_harness.align import AlignConfig, sft_step
 
     model_dir = build(tmp_path / "tiny", steps=2)

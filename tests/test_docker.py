@@ -15,7 +15,7 @@ from typing import Any
 
 import gymnasium as gym
 import pytest
-from support import require_docker
+from support import require_docker, unavailable
 
 import harness_gym  # noqa: F401 - registers the env ids
 from harness_gym.errors import ConfigError, WorldError
@@ -195,9 +195,7 @@ def _compose() -> list[str]:
     for cmd in (["docker", "compose"], ["docker-compose"]):
         if shutil.which(cmd[0]) and subprocess.run([*cmd, "version"], capture_output=True, check=False).returncode == 0:
             return cmd
-    if os.environ.get("CI"):
-        pytest.fail("CI is set but neither `docker compose` nor `docker-compose` runs: .ci/docker.sh installs docker-compose")
-    pytest.skip("needs docker compose (or Debian's docker-compose) to test docker/compose.yaml")
+    unavailable("docker compose", "neither `docker compose` nor Debian's `docker-compose` runs (.ci/docker.sh installs it)")
 
 
 def test_compose_file_brings_up_three_healthy_targets_that_serve_batches(client: Any, tmp_path: Any) -> None:

@@ -6,13 +6,12 @@ The hf tests skip without torch/transformers/tokenizers (and fail when ``CI`` is
 """
 from __future__ import annotations
 
-import importlib.util
-import os
 import tempfile
 from pathlib import Path
 
 import gymnasium as gym
 import pytest
+from support import require_modules
 
 import harness_gym  # noqa: F401
 from baselines.base import PolicyInput, available_policies, make_policy
@@ -26,11 +25,7 @@ SHORT = "Write one Harness-R1 patch for the DBBench harness."
 
 
 def need(*modules: str) -> None:
-    missing = [m for m in modules if importlib.util.find_spec(m) is None]
-    if missing:
-        if os.environ.get("CI"):
-            pytest.fail(f"CI is set but {missing} are missing: pip install 'torch==2.13.0' transformers tokenizers")
-        pytest.skip(f"needs {missing}: pip install 'torch==2.13.0' transformers tokenizers")
+    require_modules(*modules, install="pip install 'torch==2.13.0' transformers tokenizers")
 
 
 def tiny_dir() -> Path:

@@ -7,15 +7,14 @@ the env. Skips without torch/transformers/trl/datasets/tokenizers (fails when ``
 """
 from __future__ import annotations
 
-import importlib.util
 import json
-import os
 import tempfile
 import types
 from pathlib import Path
 
 import gymnasium as gym
 import pytest
+from support import require_modules
 
 import harness_gym  # noqa: F401
 from baselines.grpo.config import GRPOEngineerConfig
@@ -28,11 +27,7 @@ VALID = "def on_init(ctx, nb):\n    return None\n"  # a bare hook module: a vali
 
 
 def need(*modules: str) -> None:
-    missing = [m for m in modules if importlib.util.find_spec(m) is None]
-    if missing:
-        if os.environ.get("CI"):
-            pytest.fail(f"CI is set but {missing} are missing: pip install 'torch==2.13.0' transformers trl datasets")
-        pytest.skip(f"needs {missing}: pip install 'torch==2.13.0' transformers trl datasets")
+    require_modules(*modules, install="pip install 'torch==2.13.0' transformers trl datasets")
 
 
 @pytest.fixture(scope="module")

@@ -13,15 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support import unavailable
 
 try:
     import ray
 except ImportError:  # pragma: no cover - depends on the environment
     ray = None
-    if os.environ.get("CI"):
-        pytest.fail("CI is set but ray is not installed: pip install ray (the Ray executor tests must run in CI)",
-                    pytrace=False)
-    pytest.skip("needs ray for the Ray executor: pip install ray", allow_module_level=True)
+    unavailable("ray (the Ray executor)", "not installed: pip install ray")
 
 from harness_gym.errors import ConfigError, WorldError
 from harness_gym.evaluation.benchmarks import get_benchmark

@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import os
 
 import gymnasium as gym
 import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
+from support import require_modules
 
 import harness_gym  # noqa: F401 - registers every id
 from harness_gym.envs.registration import ENV_IDS, SELECT_ENV_IDS
@@ -38,10 +38,7 @@ def _small_library(benchmark: str):
 
 
 def _needs_sb3() -> None:
-    if importlib.util.find_spec("stable_baselines3") is None:
-        if os.environ.get("CI"):
-            pytest.fail("CI is set but stable-baselines3 is not installed (pip install stable-baselines3)")
-        pytest.skip("needs stable-baselines3 (pip install 'torch==2.13.0' stable-baselines3)")
+    require_modules("stable_baselines3", install="pip install 'torch==2.13.0' stable-baselines3")
 
 
 def test_every_benchmark_has_a_select_id():
