@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from harness_gym.errors import ConfigError
-from harness_gym.packets.text import call_function, head_tail, message_text, sanitize
+from harness_gym.packets.text import call_function, head_tail, message_text, sanitize, trace_section, with_size_footer
 from harness_gym.packets.model import FailureTrace, HarnessView, Packet, clean_text
 from harness_gym.runtime.trajectory import ENV_ERROR, EpisodeResult
 from harness_gym.types import Message
@@ -175,12 +175,8 @@ def _text(tag: str, results: Sequence[EpisodeResult], version: str, found: int, 
         "",
         "## Failure Traces",
     ]
-    if not traces:
-        body += ["", "(no failure traces: every completed task passed)"]
-    for t in traces:
-        body += ["", _block(t)]
-    text = "\n".join(body)
-    return text + f"\n\n---\nIncluded traces: {len(traces)}; approx tokens: {(len(text) + 60) // 4}"
+    body += trace_section(traces, _block)
+    return with_size_footer("\n".join(body), len(traces))
 
 
 def build_alfworld_packet(

@@ -14,7 +14,12 @@ from typing import Any
 
 from harness_gym.errors import ConfigError
 from harness_gym.packets.model import FailureTrace, HarnessView, Packet, clean_text
-from harness_gym.packets.text import call_function, message_text, sanitize
+from harness_gym.packets.text import (
+    call_function,
+    message_text,
+    sanitize,
+    trace_section,
+)
 from harness_gym.runtime.trajectory import ENV_ERROR, EpisodeResult
 from harness_gym.types import Message
 
@@ -181,10 +186,7 @@ def _evidence(
         "",
         "## Failure Traces",
     ]
-    if not traces:
-        lines += ["", "(no failure traces: every completed task passed)"]
-    for trace in traces:
-        lines += ["", _trace_block(trace)]
+    lines += trace_section(traces, _trace_block)
     if len(traces) < selected:
         lines += ["", f"...[{selected - len(traces)} more failure traces omitted for length]"]
     return "\n".join(lines)

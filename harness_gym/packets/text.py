@@ -1,7 +1,8 @@
-"""Text helpers every packet builder shares: sanitizing, message parts, head+tail cuts."""
+"""Text helpers every packet builder shares: sanitizing, message parts, head+tail cuts, the trace section."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from harness_gym.packets.model import clean_text
@@ -41,3 +42,18 @@ def head_tail(text: str, cap: int, middle: str) -> str:
         return flat
     half = (cap - len(middle)) // 2
     return flat[:half].rstrip() + middle + flat[-half:].lstrip()
+
+
+NO_TRACES = "(no failure traces: every completed task passed)"
+
+
+def trace_section(traces: Sequence[Any], render: Callable[[Any], str]) -> list[str]:
+    """The lines under ``## Failure Traces``: each rendered trace after a blank line, or the all-passed line."""
+    if not traces:
+        return ["", NO_TRACES]
+    return [line for trace in traces for line in ("", render(trace))]
+
+
+def with_size_footer(text: str, traces: int) -> str:
+    """``text`` plus the footer WebShop and ALFWorld packets end with (approximate tokens, chars / 4)."""
+    return text + f"\n\n---\nIncluded traces: {traces}; approx tokens: {(len(text) + 60) // 4}"

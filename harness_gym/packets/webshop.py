@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from harness_gym.errors import ConfigError
-from harness_gym.packets.text import call_function, head_tail, message_text, sanitize
+from harness_gym.packets.text import call_function, head_tail, message_text, sanitize, trace_section, with_size_footer
 from harness_gym.packets.model import FailureTrace, HarnessView, Packet, clean_text
 from harness_gym.runtime.trajectory import ENV_ERROR, TASK_LIMIT_REACHED, EpisodeResult
 from harness_gym.types import Message
@@ -159,12 +159,8 @@ def _text(tag: str, results: Sequence[EpisodeResult], found: int, traces: list[F
         "",
         "## Failure Traces",
     ]
-    if not traces:
-        body += ["", "(no failure traces: every completed task passed)"]
-    for t in traces:
-        body += ["", _trace_block(t)]
-    text = "\n".join(body)
-    return text + f"\n\n---\nIncluded traces: {len(traces)}; approx tokens: {(len(text) + 60) // 4}"
+    body += trace_section(traces, _trace_block)
+    return with_size_footer("\n".join(body), len(traces))
 
 
 def build_webshop_packet(results: list[EpisodeResult], *, batch_tag: str, batch_digest: str, harness: HarnessView,
