@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 from typing import Any
@@ -48,32 +49,24 @@ class Requirements:
     price_max: float | None
 
 
+def _phrase_or_word(body: str, phrase: re.Pattern[str], words: Sequence[str], word_re: Callable[[str], str]) -> str | None:
+    """The value a phrase names ("in navy blue color"), else the first listed word the text contains."""
+    m = phrase.search(body)
+    if m:
+        return m.group(1).strip()
+    return next((w for w in words if re.search(word_re(w), body)), None)
+
+
 def parse_requirements(instruction: str, task_type: str) -> Requirements:
     text = instruction.lower()
     m = _PRICE_MAX.search(text)
     price_max = float(m.group(1).replace(",", "")) if m else None
     body = _PRICE_MAX.split(text)[0]
-    color = None
-    m = _COLOR_PHRASE.search(body)
-    if m:
-        color = m.group(1).strip()
-    else:
-        for c in CORE_COLORS:
-            if re.search(rf"\b{c}\b", body):
-                color = c
-                break
-    size = None
-    m = _SIZE_PHRASE.search(body)
-    if m:
-        size = m.group(1).strip()
-    else:
-        for s in SIZE_WORDS:
-            if re.search(rf"(?<![\w-]){re.escape(s)}(?![\w-])", body):
-                size = s
-                break
-        if size is None:
-            mm = _MEASURE.search(body)
-            size = mm.group(1).strip() if mm else None
+    color = _phrase_or_word(body, _COLOR_PHRASE, CORE_COLORS, lambda c: rf"\b{c}\b")
+    size = _phrase_or_word(body, _SIZE_PHRASE, SIZE_WORDS, lambda s: rf"(?<![\w-]){re.escape(s)}(?![\w-])")
+    if size is None:
+        mm = _MEASURE.search(body)
+        size = mm.group(1).strip() if mm else None
     material = next((x for x in MATERIALS if re.search(rf"\b{x}\b", body)), None)
     return Requirements(task_type, color, size, material, price_max)
 
