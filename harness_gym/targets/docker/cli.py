@@ -52,13 +52,7 @@ def run(args: argparse.Namespace) -> int:
         for c in client.containers.list(all=True, filters={"label": LABEL}):
             print(f"{c.name}\t{c.status}\t{c.labels.get('harness-gym.target', '?')}\towner={c.labels.get('harness-gym.owner', '?')}")
     elif args.docker_command == "prune":
-        if args.all:
-            removed = []
-            for c in client.containers.list(all=True, filters={"label": LABEL}):
-                c.remove(force=True)
-                removed.append(c.name)
-        else:
-            removed = reap(client)
+        removed = reap(client, everything=args.all)
         print(f"removed {len(removed)} container(s)" + (": " + ", ".join(removed) if removed else ""))
         if args.images:
             print(f"removed {len(prune_images(client))} stale image tag(s)")

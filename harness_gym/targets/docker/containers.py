@@ -98,15 +98,16 @@ def owner_alive(label: str) -> bool:
     return _start_time(int(pid)) == started
 
 
-def reap(client: Any | None = None) -> list[str]:
-    """Remove this host's harness-gym containers whose owner process is gone, or that exited."""
+def reap(client: Any | None = None, *, everything: bool = False) -> list[str]:
+    """Remove this host's harness-gym containers whose owner process is gone, or that exited
+    (``everything``: every harness-gym container on the engine, live owner or not)."""
     import docker  # type: ignore[import-untyped]
 
     client = client or docker_client()
     removed = []
     for c in client.containers.list(all=True, filters={"label": LABEL}):
         owner = c.labels.get("harness-gym.owner", "")
-        if c.status in ("exited", "dead", "created") or not owner_alive(owner):
+        if everything or c.status in ("exited", "dead", "created") or not owner_alive(owner):
             try:
                 c.remove(force=True)
                 removed.append(c.name)
