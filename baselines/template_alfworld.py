@@ -13,7 +13,7 @@ import json
 import re
 from typing import Any
 
-from harness_gym.targets.alfworld.goals import parse_goal
+from harness_gym.benchmarks.alfworld.goals import parse_goal
 
 _ACTION = re.compile(r'^ASSISTANT_TOOL: take_action (\{.*\})$')
 _TRANSFORM = re.compile(r"You (clean|heat|cool) the", re.IGNORECASE)

@@ -23,8 +23,8 @@ def main(argv: list[str] | None = None) -> int:
     from harness_gym.evaluation.evaluator import Evaluator
     from harness_gym.harness.patch import parse_patch
     from harness_gym.models.factory import make_backend
-    from harness_gym.targets.alfworld import generator
-    from harness_gym.targets.alfworld.game import Game
+    from harness_gym.benchmarks.alfworld import generator
+    from harness_gym.benchmarks.alfworld.game import Game
 
     for split in generator.SPLITS:
         generator.layout.cache_clear()

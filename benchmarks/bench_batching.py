@@ -134,7 +134,7 @@ def bench_overhead(b: int) -> dict[str, Any]:
     from harness_gym.models.base import ChatRequest, Sampling
     from harness_gym.models.sim import SimBackend
     from harness_gym.runtime.context import derive_seed
-    from harness_gym.targets.dbbench.sim import respond
+    from harness_gym.benchmarks.dbbench.sim import respond
     from harness_gym.types import tool_calls_of
 
     spec = get_benchmark("dbbench")

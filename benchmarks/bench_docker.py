@@ -20,7 +20,7 @@ import time
 import gymnasium as gym
 
 import harness_gym  # noqa: F401 - registers the env ids
-from harness_gym.targets.docker import docker_client, ensure_image, start_target
+from harness_gym.docker import docker_client, ensure_image, start_target
 
 ENVS = {"webshop": ("HarnessEdit-WebShop-v0", "local"), "alfworld": ("HarnessEdit-ALFWorld-v0", "local"),
         "dbbench": ("HarnessEdit-DBBench-v0", "sqlite")}

@@ -18,8 +18,8 @@ def measure(key: str, queries: int) -> dict:
     import resource
     import time
 
-    from harness_gym.targets.webshop.catalog import get_catalog, load_split
-    from harness_gym.targets.webshop.world import WebShopWorld
+    from harness_gym.benchmarks.webshop.catalog import get_catalog, load_split
+    from harness_gym.benchmarks.webshop.world import WebShopWorld
 
     t0 = time.perf_counter()
     cat = get_catalog(key)

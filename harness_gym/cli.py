@@ -9,7 +9,7 @@ from pathlib import Path
 from harness_gym.errors import HarnessGymError
 from harness_gym.evaluation.benchmarks import KNOWN
 from harness_gym.leaderboard import cli as leaderboard_cli
-from harness_gym.targets.docker import cli as docker_cli
+from harness_gym.docker import cli as docker_cli
 
 
 def make_parser() -> argparse.ArgumentParser:
@@ -99,7 +99,7 @@ def _data(args: argparse.Namespace) -> int:
     import importlib
 
     try:
-        data = importlib.import_module(f"harness_gym.targets.{args.benchmark}.data")
+        data = importlib.import_module(f"harness_gym.benchmarks.{args.benchmark}.data")
     except ModuleNotFoundError:
         print(f"harness-gym: error: no data commands for {args.benchmark} in this version", file=sys.stderr)
         return 2

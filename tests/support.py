@@ -40,7 +40,7 @@ def require_docker() -> object:
 
         client = docker.from_env(timeout=120)
         client.ping()
-        from harness_gym.targets.docker.images import base_tag
+        from harness_gym.docker.images import base_tag
 
         try:
             client.images.get(base_tag())

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from harness_gym.errors import ConfigError, TaskDataError
-from harness_gym.evaluation.spec_alfworld import world_factory
+from harness_gym.benchmarks.alfworld.spec import world_factory
 
 
 def test_missing_data_is_a_clear_error(tmp_path: Path) -> None:
-    from harness_gym.targets.alfworld.original import load_split
+    from harness_gym.benchmarks.alfworld.original import load_split
 
     with pytest.raises(TaskDataError, match="json_2.1.1/valid_unseen"):
         load_split("valid_unseen", tmp_path)
@@ -31,7 +31,7 @@ def test_original_games_run_through_the_same_interface() -> None:
     data = Path(os.environ.get("ALFWORLD_DATA", Path.home() / ".cache" / "alfworld"))
     if not (data / "json_2.1.1" / "valid_unseen").is_dir():
         pytest.skip(f"ALFWorld game files not found under {data} (run `alfworld-download`; the package ships none)")
-    from harness_gym.targets.alfworld.original import load_split
+    from harness_gym.benchmarks.alfworld.original import load_split
     from harness_gym.types import ToolCall
 
     task = load_split("valid_unseen", data)[0]

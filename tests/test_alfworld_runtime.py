@@ -7,8 +7,8 @@ from typing import Any
 from harness_gym.evaluation.benchmarks import get_benchmark
 from harness_gym.harness.patch import parse_patch
 from harness_gym.models.base import ChatRequest
-from harness_gym.runtime import alfworld as runtime
-from harness_gym.runtime.alfworld_ctx import process_action
+from harness_gym.benchmarks.alfworld import episode as runtime
+from harness_gym.benchmarks.alfworld.ctx import process_action
 from harness_gym.runtime.hooks import HookRunner
 from harness_gym.runtime.trajectory import (
     AGENT_INVALID_ACTION,
@@ -16,8 +16,8 @@ from harness_gym.runtime.trajectory import (
     TASK_LIMIT_REACHED,
 )
 from harness_gym.sandbox.pool import SandboxPool
-from harness_gym.targets.alfworld.tasks import AlfTask
-from harness_gym.targets.alfworld.world import ALFWorldWorld
+from harness_gym.benchmarks.alfworld.tasks import AlfTask
+from harness_gym.benchmarks.alfworld.world import ALFWorldWorld
 from harness_gym.types import ToolCall, assistant_message
 
 SPEC = get_benchmark("alfworld")

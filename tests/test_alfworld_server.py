@@ -11,10 +11,10 @@ from collections.abc import Iterator
 import pytest
 
 from harness_gym.errors import WorldError
-from harness_gym.targets.alfworld import generator
-from harness_gym.targets.alfworld.remote import RemoteWorld
-from harness_gym.targets.alfworld.server import make_server
-from harness_gym.targets.alfworld.world import ALFWorldWorld
+from harness_gym.benchmarks.alfworld import generator
+from harness_gym.benchmarks.alfworld.remote import RemoteWorld
+from harness_gym.benchmarks.alfworld.server import make_server
+from harness_gym.benchmarks.alfworld.world import ALFWorldWorld
 from harness_gym.types import ToolCall
 
 TASKS = generator.generate_split("valid_unseen", 6)

@@ -10,9 +10,9 @@ from harness_gym.evaluation.benchmarks import get_benchmark
 from harness_gym.evaluation.evaluator import Evaluator
 from harness_gym.harness.patch import parse_patch
 from harness_gym.models.factory import make_backend
-from harness_gym.targets.alfworld import generator
-from harness_gym.targets.alfworld.sim import CONCEPTS, INTRINSIC, Persona
-from harness_gym.targets.sim_reading import Advice
+from harness_gym.benchmarks.alfworld import generator
+from harness_gym.benchmarks.alfworld.sim import CONCEPTS, INTRINSIC, Persona
+from harness_gym.benchmarks.sim_reading import Advice
 
 SPEC = get_benchmark("alfworld")
 ROOT = Path(__file__).resolve().parents[1]

@@ -4,11 +4,11 @@ from __future__ import annotations
 import pytest
 
 from harness_gym.errors import ConfigError
-from harness_gym.targets.alfworld import generator
-from harness_gym.targets.alfworld.game import NOTHING, Game, listing
-from harness_gym.targets.alfworld.goals import TEMPLATES, parse_goal, render_goal
-from harness_gym.targets.alfworld.tasks import APPLIANCE_OF, TASK_TYPES, AlfTask, kind
-from harness_gym.targets.alfworld.world import ALFWorldWorld
+from harness_gym.benchmarks.alfworld import generator
+from harness_gym.benchmarks.alfworld.game import NOTHING, Game, listing
+from harness_gym.benchmarks.alfworld.goals import TEMPLATES, parse_goal, render_goal
+from harness_gym.benchmarks.alfworld.tasks import APPLIANCE_OF, TASK_TYPES, AlfTask, kind
+from harness_gym.benchmarks.alfworld.world import ALFWorldWorld
 from harness_gym.types import ToolCall
 
 TASKS = generator.generate_split("valid_seen")

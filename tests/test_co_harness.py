@@ -349,7 +349,7 @@ FLAWS_OF = {
 @pytest.mark.parametrize(("env_id", "bench"), [("HarnessEdit-WebShop-v0", "webshop"), ("HarnessEdit-ALFWorld-v0", "alfworld")])
 def test_signatures_agree_with_the_sims_drawn_flaws(env_id, bench):
     """Reference check: on real sim packets, a signature points at a flaw the sim actually drew."""
-    persona = importlib.import_module(f"harness_gym.targets.{bench}.sim").Persona
+    persona = importlib.import_module(f"harness_gym.benchmarks.{bench}.sim").Persona
     env = gym.make(env_id)
     hits = total = 0
     try:

@@ -15,10 +15,10 @@ import pytest
 from support import require_mysql_url
 
 from harness_gym.errors import ConfigError, TaskDataError
-from harness_gym.targets.dbbench.data import download, main_download, main_verify, verify
-from harness_gym.targets.dbbench.db import open_database
-from harness_gym.targets.dbbench.generator import THEMES, generate_split
-from harness_gym.targets.dbbench.loader import load_jsonl, load_split, repair_reference_sql
+from harness_gym.benchmarks.dbbench.data import download, main_download, main_verify, verify
+from harness_gym.benchmarks.dbbench.db import open_database
+from harness_gym.benchmarks.dbbench.generator import THEMES, generate_split
+from harness_gym.benchmarks.dbbench.loader import load_jsonl, load_split, repair_reference_sql
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "dbbench"
 STANDARD_MIX = {"INSERT": 100, "UPDATE": 100, "other": 17, "counting": 17, "comparison": 17, "ranking": 17,

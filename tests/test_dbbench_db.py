@@ -10,15 +10,15 @@ import pytest
 from support import require_mysql_url
 
 from harness_gym.errors import ConfigError, WorldError
-from harness_gym.targets.dbbench.db import (
+from harness_gym.benchmarks.dbbench.db import (
     MAX_TEXT,
     classify_mysql,
     classify_sqlite,
     md5_of_rows,
     open_database,
 )
-from harness_gym.targets.dbbench.db_mysql import redact
-from harness_gym.targets.dbbench.tasks import DBTask
+from harness_gym.benchmarks.dbbench.db_mysql import redact
+from harness_gym.benchmarks.dbbench.tasks import DBTask
 
 
 mysql_url = require_mysql_url

@@ -7,11 +7,11 @@ import pytest
 
 from support import require_mysql_url
 
-from harness_gym.targets.dbbench.checker import check_answer, check_mutation
-from harness_gym.targets.dbbench.db import open_database
-from harness_gym.targets.dbbench.loader import load_jsonl
-from harness_gym.targets.dbbench.tasks import DBTask
-from harness_gym.targets.dbbench.world import DBBenchWorld, coerce_answers, first_message, is_mutation_sql
+from harness_gym.benchmarks.dbbench.checker import check_answer, check_mutation
+from harness_gym.benchmarks.dbbench.db import open_database
+from harness_gym.benchmarks.dbbench.loader import load_jsonl
+from harness_gym.benchmarks.dbbench.tasks import DBTask
+from harness_gym.benchmarks.dbbench.world import DBBenchWorld, coerce_answers, first_message, is_mutation_sql
 from harness_gym.types import ToolCall
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "dbbench"

@@ -19,7 +19,7 @@ from support import require_docker, unavailable
 
 import harness_gym  # noqa: F401 - registers the env ids
 from harness_gym.errors import ConfigError, WorldError
-from harness_gym.targets.docker.containers import (
+from harness_gym.docker.containers import (
     parse_docker_backend,
     reap,
     start_target,
@@ -108,8 +108,8 @@ def test_bridge_network_with_a_published_loopback_port(client: Any) -> None:
         ports = client.containers.get(handle.name).attrs["NetworkSettings"]["Ports"]["8765/tcp"]
         assert ports[0]["HostIp"] == "127.0.0.1" and int(ports[0]["HostPort"]) == handle.port
         assert handle.network == net and handle.ping()
-        from harness_gym.evaluation.spec_alfworld import world_factory
-        from harness_gym.targets.alfworld.generator import generate_split
+        from harness_gym.benchmarks.alfworld.spec import world_factory
+        from harness_gym.benchmarks.alfworld.generator import generate_split
 
         world = world_factory(handle.backend)()
         task = generate_split("test")[0]
@@ -123,7 +123,7 @@ def test_bridge_network_with_a_published_loopback_port(client: Any) -> None:
 
 def test_a_killed_owner_leaves_nothing_behind(client: Any) -> None:
     """SIGKILL the process that started a container: the next start (or prune) removes it."""
-    code = ("from harness_gym.targets.docker import start_target\n"
+    code = ("from harness_gym.docker import start_target\n"
             "h = start_target('webshop', 'docker?network=host')\n"
             "print(h.name, flush=True)\nimport time\ntime.sleep(600)\n")
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)

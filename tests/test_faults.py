@@ -141,7 +141,7 @@ def test_an_incomplete_run_is_not_cached(clean: dict[str, Any]) -> None:
 @pytest.mark.mysql
 def test_killed_mysql_connections_are_retried_or_reported(mysql_url: str) -> None:
     pymysql = pytest.importorskip("pymysql")
-    from harness_gym.targets.dbbench.db_mysql import parse_mysql_url
+    from harness_gym.benchmarks.dbbench.db_mysql import parse_mysql_url
 
     env = _make_env(backend=mysql_url, batch_size=6, retries=3)
     try:

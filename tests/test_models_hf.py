@@ -18,7 +18,7 @@ from harness_gym.models.base import ChatRequest, Sampling
 from harness_gym.models.testing import need, tiny_model_dir
 from harness_gym.types import tool_calls_of
 
-TOOLS = json.loads((Path(harness_gym.__file__).parent / "targets" / "dbbench" / "harness" / "tools.json").read_text())
+TOOLS = json.loads((Path(harness_gym.__file__).parent / "benchmarks" / "dbbench" / "harness" / "tools.json").read_text())
 
 
 @pytest.fixture(scope="session")

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import pytest
 
 from harness_gym.errors import ConfigError
-from harness_gym.packets.dbbench import (
+from harness_gym.benchmarks.dbbench.packet import (
     ARGS_CHARS,
     ASSISTANT_TEXT_CHARS,
     MAX_MESSAGES,

@@ -10,13 +10,13 @@ import pytest
 from harness_gym.evaluation.benchmarks import get_benchmark
 from harness_gym.harness.patch import parse_patch
 from harness_gym.models.base import ChatRequest
-from harness_gym.runtime import dbbench as runtime
+from harness_gym.benchmarks.dbbench import episode as runtime
 from harness_gym.runtime.hooks import HookRunner
 from harness_gym.runtime.trajectory import COMPLETED, TASK_LIMIT_REACHED
 from harness_gym.sandbox.pool import SandboxPool
-from harness_gym.targets.dbbench.db import open_database
-from harness_gym.targets.dbbench.generator import generate_split
-from harness_gym.targets.dbbench.world import DBBenchWorld
+from harness_gym.benchmarks.dbbench.db import open_database
+from harness_gym.benchmarks.dbbench.generator import generate_split
+from harness_gym.benchmarks.dbbench.world import DBBenchWorld
 from harness_gym.types import ToolCall, assistant_message
 
 SPEC = get_benchmark("dbbench")
@@ -78,7 +78,7 @@ def run(task, script, hooks_module: str | None = None, backend: str = "sqlite"):
 
 
 def test_reference_solution_scores_one():
-    from harness_gym.targets.dbbench.sim import reference_of
+    from harness_gym.benchmarks.dbbench.sim import reference_of
 
     res, _ = run(SELECT_TASK, [("sql", reference_of(SELECT_TASK)), ("commit", list(SELECT_TASK.label))])
     assert res.status == COMPLETED and res.reward == 1.0 and res.rounds == 2
@@ -114,7 +114,7 @@ def on_post_step(ctx, nb):
 
 
 def test_hook_points_and_effects_follow_the_dbbench_contract():
-    from harness_gym.targets.dbbench.sim import reference_of
+    from harness_gym.benchmarks.dbbench.sim import reference_of
 
     script = [("commit", ["1"]), ("sql", reference_of(SELECT_TASK)), ("commit", list(SELECT_TASK.label))]
     res, model = run(SELECT_TASK, script, CAPTURE)
@@ -142,14 +142,14 @@ def test_ctx_has_harness_r1_fields_and_no_gold():
 def on_before_action(ctx, nb):
     return {"type": "block_and_prompt", "message": "CTX " + str(ctx)}
 '''
-    from harness_gym.targets.dbbench.sim import reference_of
+    from harness_gym.benchmarks.dbbench.sim import reference_of
 
     res, _ = run(MUTATION_TASK, [("sql", "SELECT 1")], dump)
     text = next(m["content"] for m in res.messages if m["role"] == "tool")
     assert text.startswith("CTX ") and "sql_count" in text  # cut at 900 chars
     # the normalized message is cut to 900 chars; read the full ctx from a structured call instead
     harness = parse_patch(dump, SPEC.default_harness()).apply(SPEC.default_harness())
-    from harness_gym.runtime.dbbench_ctx import DBState
+    from harness_gym.benchmarks.dbbench.ctx import DBState
 
     state = DBState.start(MUTATION_TASK.task_type, MUTATION_TASK.table_name, MUTATION_TASK.description, "x", 20)
     ctx = state.ctx(ToolCall("c", "commit_final_answer", {"answers": []}), phase="before_action")
@@ -166,7 +166,7 @@ def test_failing_hook_is_a_recorded_noop():
 def on_before_action(ctx, nb):
     return ctx["no_such_field"]
 '''
-    from harness_gym.targets.dbbench.sim import reference_of
+    from harness_gym.benchmarks.dbbench.sim import reference_of
 
     res, _ = run(SELECT_TASK, [("sql", reference_of(SELECT_TASK)), ("commit", list(SELECT_TASK.label))], broken)
     assert res.reward == 1.0
@@ -175,7 +175,7 @@ def on_before_action(ctx, nb):
 
 
 def test_ctx_tracks_errors_empty_results_and_mutations():
-    from harness_gym.runtime.dbbench_ctx import DBState
+    from harness_gym.benchmarks.dbbench.ctx import DBState
     from harness_gym.types import StepResult
 
     st = DBState.start("INSERT", "t", "q", "The name of this table is t, and the headers of this table are A,B C.", 20)
@@ -194,7 +194,7 @@ def test_ctx_tracks_errors_empty_results_and_mutations():
 
 @pytest.mark.mysql
 def test_same_episode_on_mysql(mysql_url: str):
-    from harness_gym.targets.dbbench.sim import reference_of
+    from harness_gym.benchmarks.dbbench.sim import reference_of
 
     res, _ = run(SELECT_TASK, [("sql", reference_of(SELECT_TASK)), ("commit", list(SELECT_TASK.label))], backend=mysql_url)
     assert res.reward == 1.0

@@ -9,8 +9,8 @@ from harness_gym.evaluation.benchmarks import get_benchmark
 from harness_gym.evaluation.evaluator import Evaluator
 from harness_gym.harness.patch import parse_patch
 from harness_gym.models.factory import make_backend
-from harness_gym.targets.dbbench.sim import CONCEPTS, Persona, reference_of
-from harness_gym.targets.sim_reading import Advice
+from harness_gym.benchmarks.dbbench.sim import CONCEPTS, Persona, reference_of
+from harness_gym.benchmarks.sim_reading import Advice
 
 SPEC = get_benchmark("dbbench")
 

@@ -13,12 +13,12 @@ from harness_gym.errors import ConfigError, TaskDataError, WorldError
 from harness_gym.evaluation.benchmarks import get_benchmark
 from harness_gym.evaluation.evaluator import Evaluator
 from harness_gym.models.factory import make_backend
-from harness_gym.targets.base import digest
-from harness_gym.targets.webshop import data
-from harness_gym.targets.webshop.catalog import get_catalog, load_split
-from harness_gym.targets.webshop.client import HTTPWorld, world_factory
-from harness_gym.targets.webshop.server import make_server
-from harness_gym.targets.webshop.world import WebShopWorld
+from harness_gym.benchmarks.base import digest
+from harness_gym.benchmarks.webshop import data
+from harness_gym.benchmarks.webshop.catalog import get_catalog, load_split
+from harness_gym.benchmarks.webshop.client import HTTPWorld, world_factory
+from harness_gym.benchmarks.webshop.server import make_server
+from harness_gym.benchmarks.webshop.world import WebShopWorld
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "webshop"
 

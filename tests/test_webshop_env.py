@@ -16,7 +16,7 @@ from harness_gym.evaluation.benchmarks import get_benchmark
 from harness_gym.evaluation.evaluator import Evaluator
 from harness_gym.evaluation.stats import mean_ci
 from harness_gym.models.factory import make_backend
-from harness_gym.packets.webshop import build_webshop_packet
+from harness_gym.benchmarks.webshop.packet import build_webshop_packet
 
 ROOT = Path(__file__).resolve().parents[1]
 GUARD = (ROOT / "examples" / "patches" / "webshop_buy_guard.txt").read_text(encoding="utf-8")

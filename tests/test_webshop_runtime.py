@@ -7,12 +7,12 @@ from typing import Any
 from harness_gym.evaluation.benchmarks import get_benchmark
 from harness_gym.harness.patch import parse_patch
 from harness_gym.models.base import ChatRequest
-from harness_gym.runtime import webshop as runtime
+from harness_gym.benchmarks.webshop import episode as runtime
 from harness_gym.runtime.hooks import HookRunner
 from harness_gym.runtime.trajectory import COMPLETED, TASK_LIMIT_REACHED
 from harness_gym.sandbox.pool import SandboxPool
-from harness_gym.targets.webshop.catalog import load_split
-from harness_gym.targets.webshop.world import WebShopWorld
+from harness_gym.benchmarks.webshop.catalog import load_split
+from harness_gym.benchmarks.webshop.world import WebShopWorld
 from harness_gym.types import ToolCall, assistant_message
 
 SPEC = get_benchmark("webshop")

@@ -6,11 +6,11 @@ from collections import Counter
 
 import pytest
 
-from harness_gym.targets.webshop import reward as reward_mod
-from harness_gym.targets.webshop.catalog import get_catalog, load_split
-from harness_gym.targets.webshop.products import Product, parse_pricing
-from harness_gym.targets.webshop.search import K1, B, SearchEngine, tokenize
-from harness_gym.targets.webshop.world import WebShopWorld, parse_action
+from harness_gym.benchmarks.webshop import reward as reward_mod
+from harness_gym.benchmarks.webshop.catalog import get_catalog, load_split
+from harness_gym.benchmarks.webshop.products import Product, parse_pricing
+from harness_gym.benchmarks.webshop.search import K1, B, SearchEngine, tokenize
+from harness_gym.benchmarks.webshop.world import WebShopWorld, parse_action
 from harness_gym.types import ToolCall
 
 TASKS = load_split("test", None)

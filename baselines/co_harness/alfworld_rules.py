@@ -29,7 +29,7 @@ from baselines.co_harness.edits import (
     skill_hook,
     tool_hint,
 )
-from harness_gym.targets.alfworld.goals import parse_goal
+from harness_gym.benchmarks.alfworld.goals import parse_goal
 
 _ACTION = re.compile(r"^ASSISTANT_TOOL: take_action (\{.*\})$")
 _TRANSFORM = re.compile(r"^You (clean|heat|cool) the ([a-z]+ \d+) using", re.IGNORECASE)

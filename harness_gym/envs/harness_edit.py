@@ -42,7 +42,7 @@ from harness_gym.models.factory import make_backend
 from harness_gym.packets.prompt import render_observation
 from harness_gym.packets.registry import packet_builder
 from harness_gym.runtime.trajectory import EpisodeResult
-from harness_gym.targets.base import digest
+from harness_gym.benchmarks.base import digest
 
 
 class HarnessEditEnv(gym.Env):
@@ -70,7 +70,7 @@ class HarnessEditEnv(gym.Env):
         self.containers = None  # backend="docker[?…]": the target's container, removed on close
         world_backend = self.backend
         if self.backend.partition("?")[0] == "docker":
-            from harness_gym.targets.docker import start_target
+            from harness_gym.docker import start_target
 
             self.containers = start_target(cfg.benchmark, self.backend, data_dir=cfg.data_dir)
             world_backend = self.containers.backend

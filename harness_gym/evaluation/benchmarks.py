@@ -9,9 +9,9 @@ from typing import Any, Awaitable, Callable, Sequence
 from harness_gym.errors import ConfigError
 from harness_gym.harness.files import Harness
 from harness_gym.runtime.trajectory import EpisodeResult
-from harness_gym.targets.base import World
+from harness_gym.benchmarks.base import World
 
-HARNESS_ROOT = Path(__file__).resolve().parents[1] / "targets"
+HARNESS_ROOT = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,7 @@ def get_benchmark(name: str) -> BenchmarkSpec:
     if name not in KNOWN:
         raise ConfigError(f"unknown benchmark {name!r}: expected one of {list(KNOWN)}")
     try:
-        module = importlib.import_module(f"harness_gym.evaluation.spec_{name}")
+        module = importlib.import_module(f"harness_gym.benchmarks.{name}.spec")
     except ModuleNotFoundError as exc:
         raise ConfigError(f"benchmark {name!r} is not available in this version") from exc
     return module.spec()

@@ -20,7 +20,7 @@ from typing import Any, Sequence
 
 from harness_gym.harness.files import Harness
 from harness_gym.runtime.trajectory import EpisodeResult
-from harness_gym.targets.base import digest
+from harness_gym.benchmarks.base import digest
 
 CACHE_PROTOCOL = "harness-gym-rollout-v1"
 DEFAULT_MAX_ENTRIES = 256

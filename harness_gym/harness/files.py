@@ -15,7 +15,7 @@ from typing import Any, Iterator, Mapping
 
 from harness_gym.errors import ConfigError, one_line
 from harness_gym.harness.policy import HOOK_POINTS, defines_hook, module_entry_names
-from harness_gym.targets.base import digest
+from harness_gym.benchmarks.base import digest
 
 __all__ = ["HOOK_POINTS", "Harness", "HookModule", "hook_file_point", "next_hook_path"]
 

@@ -31,7 +31,7 @@ from harness_gym.harness.policy import (
     parse_python,
     string_literals,
 )
-from harness_gym.targets.base import canonical_json
+from harness_gym.benchmarks.base import canonical_json
 
 MAX_PATCH_CHARS = 200_000
 MAX_ACTIONS = 12

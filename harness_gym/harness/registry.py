@@ -22,7 +22,7 @@ from typing import Any, Iterator
 
 from harness_gym.errors import ConfigError
 from harness_gym.harness.files import Harness
-from harness_gym.targets.base import digest
+from harness_gym.benchmarks.base import digest
 
 ROOT = "root"
 ACCEPTED = "accepted"

@@ -25,7 +25,7 @@ class SimBackend(ChatBackend):
     def _policy(self, benchmark: str) -> Callable[..., Message]:
         if benchmark not in self._respond:
             try:
-                module = importlib.import_module(f"harness_gym.targets.{benchmark}.sim")
+                module = importlib.import_module(f"harness_gym.benchmarks.{benchmark}.sim")
             except ModuleNotFoundError as exc:
                 raise BackendError(f"the sim target has no policy for benchmark {benchmark!r}") from exc
             self._respond[benchmark] = module.respond

@@ -74,7 +74,7 @@ def build_tiny_model(out_dir: str | Path, *, steps: int = 150, seed: int = 0) ->
     )
     model = transformers.LlamaForCausalLM(cfg)
     examples = []
-    tools = json.loads((Path(__file__).resolve().parents[1] / "targets" / "dbbench" / "harness" / "tools.json").read_text())
+    tools = json.loads((Path(__file__).resolve().parents[1] / "benchmarks" / "dbbench" / "harness" / "tools.json").read_text())
     for msgs, target in _conversations(rng, 128):
         prompt = tok.apply_chat_template(msgs, tools=tools, add_generation_prompt=True, tokenize=False)
         p_ids = tok(prompt, add_special_tokens=False)["input_ids"]

@@ -10,7 +10,7 @@ import unicodedata
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
-from harness_gym.targets.base import digest
+from harness_gym.benchmarks.base import digest
 
 # Categories removed from every rendered text: control, format, surrogate, private-use,
 # unassigned, line/paragraph separators. "\n" and "\t" are kept.

@@ -37,8 +37,8 @@ def _module(name: str, benchmark: str) -> Any:
 
 
 def prompt_parts(benchmark: str) -> PromptParts:
-    return _module(f"harness_gym.packets.{benchmark}_prompt", benchmark).PROMPT
+    return _module(f"harness_gym.benchmarks.{benchmark}.prompt", benchmark).PROMPT
 
 
 def packet_builder(benchmark: str) -> Callable[..., Any]:
-    return _module(f"harness_gym.packets.{benchmark}", benchmark).build_packet
+    return _module(f"harness_gym.benchmarks.{benchmark}.packet", benchmark).build_packet

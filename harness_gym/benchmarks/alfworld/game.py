@@ -1,0 +1,181 @@
+"""The ALFWorld game: PDDL dynamics, command grammar and observation strings.
+
+State: receptacles (open/closed), where every object is, the one held object, the
+agent's location, object states (clean/hot/cool) and lamps switched on. ``step(command)``
+accepts exactly one admissible command (stripped, case-insensitive); anything else returns
+``Nothing happens.`` and changes nothing, as TextWorld does. ``grammar`` selects the
+classic ``put X in/on Y`` / ``You arrive at loc N.`` strings or the 2024 ``move X to Y``
+/ ``You arrive at Y.`` ones (alfworld >= 0.4, PR #94).
+"""
+from __future__ import annotations
+
+import random
+
+from harness_gym.errors import ConfigError
+from harness_gym.benchmarks.alfworld.scenes import LAMPS, can_contain
+from harness_gym.benchmarks.alfworld.tasks import APPLIANCE_OF, STATE_OF, AlfTask, kind
+
+GRAMMARS = ("classic", "move")
+WELCOME = "-= Welcome to TextWorld, ALFRED! =-"
+NOTHING = "Nothing happens."
+_VERB_OF = {v: k for k, v in APPLIANCE_OF.items()}  # sinkbasin -> clean, ...
+
+
+def listing(items: list[str]) -> str:
+    """TextWorld's list: ``a A``, ``a A, and a B``, ``a A, a B, and a C``."""
+    parts = [f"a {x}" for x in items]
+    if len(parts) <= 1:
+        return parts[0] if parts else "nothing"
+    return ", ".join(parts[:-1]) + ", and " + parts[-1]
+
+
+def room_order(names: list[str]) -> list[str]:
+    """ALFWorld lists receptacles by type, higher numbers first (``cabinet 4, cabinet 3, ...``)."""
+    return sorted(names, key=lambda n: (kind(n), -int(n.rsplit(" ", 1)[-1]) if n[-1].isdigit() else 0))
+
+
+class Game:
+    def __init__(self, task: AlfTask, grammar: str = "classic") -> None:
+        if grammar not in GRAMMARS:
+            raise ConfigError(f"grammar={grammar!r}: expected one of {list(GRAMMARS)} (classic = put X in/on Y)")
+        self.task, self.grammar = task, grammar
+        self.openable = {n: op for n, op, _ in task.receptacles}
+        self.is_open = {n: st for n, _, st in task.receptacles}
+        self.contents: dict[str, list[str]] = {n: [] for n, _, _ in task.receptacles}
+        for obj, rec in task.objects:
+            self.contents[rec].append(obj)
+        self.where = {obj: rec for obj, rec in task.objects}
+        self.held: str | None = None
+        self.location: str | None = None
+        self.states: dict[str, set[str]] = {o: set() for o, _ in task.objects}
+        self.lamps_on: set[str] = set()
+        order = list(range(1, len(task.receptacles) + 1))
+        random.Random(f"alfworld-locs:{task.identity()}").shuffle(order)
+        self.loc_number = {n: order[i] for i, (n, _, _) in enumerate(task.receptacles)}
+        self.won = False
+        self.moves = 0
+
+    # --- text -----------------------------------------------------------------------
+    def intro(self) -> str:
+        names = room_order(list(self.contents))
+        return (f"{WELCOME}\n\nYou are in the middle of a room. Looking quickly around you, you see "
+                f"{listing(names)}.\n\nYour task is to: {self.task.goal}.")
+
+    def _accessible(self, rec: str) -> bool:
+        return not self.openable[rec] or self.is_open[rec]
+
+    def _describe(self, rec: str) -> str:
+        items = listing(self.contents[rec])
+        if self.openable[rec]:
+            if not self.is_open[rec]:
+                return f"The {rec} is closed."
+            return f"The {rec} is open. In it, you see {items}."
+        return f"On the {rec}, you see {items}."
+
+    # --- commands -------------------------------------------------------------------
+    def admissible(self) -> list[str]:
+        cmds = {"inventory", "look"}
+        here = self.location
+        cmds.update(f"go to {r}" for r in self.contents if r != here)
+        if self.held:
+            cmds.add(f"examine {self.held}")
+        if here is not None:
+            cmds.add(f"examine {here}")
+            if self.openable[here]:
+                cmds.add(f"close {here}" if self.is_open[here] else f"open {here}")
+            if self._accessible(here):
+                for obj in self.contents[here]:
+                    cmds.add(f"examine {obj}")
+                    if kind(obj) in LAMPS:
+                        cmds.add(f"use {obj}")
+                    elif self.held is None:
+                        cmds.add(f"take {obj} from {here}")
+                if self.held and can_contain(kind(here), kind(self.held)):
+                    cmds.add(f"move {self.held} to {here}" if self.grammar == "move" else f"put {self.held} in/on {here}")
+            verb = _VERB_OF.get(kind(here))
+            if verb and self.held:
+                cmds.add(f"{verb} {self.held} with {here}")
+        if self.grammar == "move":
+            cmds.add("help")
+        return sorted(cmds)
+
+    def step(self, command: str) -> str:
+        cmd = " ".join(str(command).strip().lower().split())
+        if cmd not in self.admissible():
+            return NOTHING
+        self.moves += 1
+        out = self._apply(cmd)
+        self.won = self.won or self.goal_met()
+        return out
+
+    def _apply(self, cmd: str) -> str:
+        here = self.location
+        if cmd == "look":
+            if here is None:
+                return "You are in the middle of a room. Looking quickly around you, you see " + listing(room_order(list(self.contents))) + "."
+            return f"You are facing the {here}. Next to it, you see nothing."
+        if cmd == "inventory":
+            return f"You are carrying: a {self.held}." if self.held else "You are not carrying anything."
+        if cmd == "help":
+            return ("Available commands: look, inventory, go to (receptacle), open (receptacle), close (receptacle), "
+                    "take (object) from (receptacle), move (object) to (receptacle), examine (something), "
+                    "use (object), heat (object) with (receptacle), clean (object) with (receptacle), "
+                    "cool (object) with (receptacle).")
+        if cmd.startswith("go to "):
+            rec = cmd[6:]
+            self.location = rec
+            head = f"You arrive at {rec}." if self.grammar == "move" else f"You arrive at loc {self.loc_number[rec]}."
+            return f"{head} {self._describe(rec)}"
+        if cmd.startswith("open "):
+            self.is_open[here] = True  # type: ignore[index]
+            return f"You open the {here}. {self._describe(here)}"  # type: ignore[arg-type]
+        if cmd.startswith("close "):
+            self.is_open[here] = False  # type: ignore[index]
+            return f"You close the {here}."
+        if cmd.startswith("take "):
+            obj = cmd[5:].split(" from ")[0]
+            self.contents[here].remove(obj)  # type: ignore[index]
+            self.where[obj], self.held = "", obj
+            return f"You pick up the {obj} from the {here}."
+        if cmd.startswith(("put ", "move ")):
+            held = self.held
+            assert held is not None and here is not None
+            self.contents[here].append(held)
+            self.where[held], self.held = here, None
+            return f"You move the {held} to the {here}." if self.grammar == "move" else f"You put the {held} in/on the {here}."
+        if cmd.startswith("use "):
+            lamp = cmd[4:]
+            if lamp in self.lamps_on:
+                self.lamps_on.discard(lamp)
+                return f"You turn off the {lamp}."
+            self.lamps_on.add(lamp)
+            return f"You turn on the {lamp}."
+        if cmd.startswith("examine "):
+            thing = cmd[8:]
+            if thing in self.contents:
+                return self._describe(thing)
+            states = sorted(self.states.get(thing, set()))
+            if states:
+                return f"This is a {' and '.join(states)} {thing}."
+            return f"There's nothing special about {thing}."
+        verb = cmd.split()[0]
+        held = self.held
+        assert held is not None and here is not None
+        self.states.setdefault(held, set()).add(STATE_OF[verb])
+        return f"You {verb} the {held} using the {here}."
+
+    # --- goal -----------------------------------------------------------------------
+    def goal_met(self) -> bool:
+        t = self.task
+        if t.task_type == "look_at_obj_in_light":
+            if not self.held or kind(self.held) != t.target_type or self.location is None:
+                return False
+            return any(kind(o) == t.toggle_type and o in self.lamps_on for o in self.contents[self.location])
+        need = STATE_OF.get(t.transform, "")
+        good: dict[str, int] = {}
+        for rec, objs in self.contents.items():
+            if kind(rec) != t.destination_type:
+                continue
+            good[rec] = sum(1 for o in objs if kind(o) == t.target_type and (not need or need in self.states.get(o, set())))
+        want = 2 if t.task_type == "pick_two_obj_and_place" else 1
+        return any(v >= want for v in good.values())

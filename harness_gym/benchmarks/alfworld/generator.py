@@ -1,0 +1,135 @@
+"""Seeded ALFWorld scenes and tasks for the embedded default (no game files needed).
+
+A *layout* is one floor plan: a room kind and its receptacles, fixed by the plan number
+(``FloorPlan7``). Splits separate layouts as ALFWorld does: ``train`` and ``valid_seen``
+use the seen plans, ``valid_unseen`` and ``test`` only held-out plans, so held-out
+evaluation is meaningful. Each task has its own ``random.Random`` seeded from the split
+and index; the six task types come in equal shares, round robin.
+"""
+from __future__ import annotations
+
+import random
+from functools import cache
+
+from harness_gym.errors import ConfigError
+from harness_gym.benchmarks.alfworld import scenes as S
+from harness_gym.benchmarks.alfworld.goals import render_goal
+from harness_gym.benchmarks.alfworld.tasks import (
+    APPLIANCE_OF,
+    TASK_TYPES,
+    TRANSFORM_OF,
+    AlfTask,
+)
+
+SPLITS = {"train": 1200, "valid_seen": 140, "valid_unseen": 134, "test": 500}
+DEFAULT_SPLIT = "valid_unseen"
+_SEEN = {"train": True, "valid_seen": True, "valid_unseen": False, "test": False}
+_SALT = {"train": 11, "valid_seen": 23, "valid_unseen": 37, "test": 53}
+ROOMS_FOR = {
+    "pick_and_place_simple": ("kitchen", "bathroom", "bedroom", "livingroom"),
+    "pick_two_obj_and_place": ("kitchen", "bathroom", "bedroom", "livingroom"),
+    "look_at_obj_in_light": ("bedroom", "livingroom"),
+    "pick_clean_then_place_in_recep": ("kitchen", "kitchen", "bathroom"),
+    "pick_heat_then_place_in_recep": ("kitchen",),
+    "pick_cool_then_place_in_recep": ("kitchen",),
+}
+
+
+@cache
+def layout(room: str, plan: int) -> tuple[tuple[str, bool], ...]:
+    """Receptacles ``(name, openable)`` of floor plan ``plan`` of ``room`` (deterministic)."""
+    rng = random.Random(f"alfworld-layout:{room}:{plan}")
+    out = []
+    for rtype, (openable, lo, hi) in S.RECEPTACLES[room].items():
+        for i in range(1, rng.randint(lo, hi) + 1):
+            out.append((f"{rtype} {i}", openable))
+    if room in ("bedroom", "livingroom") and not any(n.split()[0] in S.LAMP_SPOTS for n, _ in out):
+        out.append(("sidetable 1", False))
+    return tuple(out)
+
+
+def plans(split: str, room: str) -> list[int]:
+    base = S.PLAN_BASE[room]
+    return [base + p for p in (S.SEEN_PLANS if _SEEN[split] else S.UNSEEN_PLANS)]
+
+
+def generate_split(split: str, n: int | None = None) -> list[AlfTask]:
+    if split not in SPLITS:
+        raise ConfigError(f"split={split!r}: expected one of {list(SPLITS)} for alfworld")
+    count = SPLITS[split] if n is None else n
+    return [generate_task(split, i) for i in range(count)]
+
+
+def generate_task(split: str, index: int) -> AlfTask:
+    rng = random.Random(f"alfworld-task:{_SALT[split]}:{index}")
+    task_type = TASK_TYPES[index % len(TASK_TYPES)]
+    for _ in range(100):
+        task = _try_task(rng, split, index, task_type)
+        if task is not None:
+            return task
+    raise RuntimeError(f"could not build an alfworld task for {split}:{index}")  # pragma: no cover
+
+
+def _try_task(rng: random.Random, split: str, index: int, task_type: str) -> AlfTask | None:
+    room = rng.choice(ROOMS_FOR[task_type])
+    plan = rng.choice(plans(split, room))
+    receps = layout(room, plan)
+    types_here = {n.rsplit(" ", 1)[0] for n, _ in receps}
+    by_type: dict[str, list[str]] = {}
+    for n, _ in receps:
+        by_type.setdefault(n.rsplit(" ", 1)[0], []).append(n)
+    objects = S.OBJECTS[room]
+    transform = TRANSFORM_OF.get(task_type, "")
+    if transform and APPLIANCE_OF[transform] not in types_here:
+        return None
+    look = task_type == "look_at_obj_in_light"
+    pool = [o for o in objects if (not transform or o in S.TRANSFORMABLE[transform]) and (not look or o in S.LOOKABLE)]
+    target = rng.choice(pool)
+    spots = [t for t in objects[target] if t in types_here]
+    if not spots:
+        return None
+    dest, toggle = "", ""
+    if look:
+        toggle = "desklamp"
+        lamp_spots = [t for t in S.LAMP_SPOTS if t in types_here]
+        if not lamp_spots:
+            return None
+    else:
+        excluded = {APPLIANCE_OF.get(transform, "")}
+        dests = [t for t in objects[target] if t in types_here and t not in excluded and S.can_contain(t, target)]
+        dests = [t for t in dests if any(s != t for s in spots)]
+        if not dests:
+            return None
+        dest = rng.choice(dests)
+        spots = [t for t in spots if t != dest]
+    n_target = rng.randint(2, 3) if task_type == "pick_two_obj_and_place" else rng.randint(1, 2)
+    placed: list[tuple[str, str]] = []
+    counts: dict[str, int] = {}
+
+    def put(obj_type: str, allowed: list[str]) -> None:
+        cands = [r for t in allowed for r in by_type.get(t, [])]
+        if cands:
+            counts[obj_type] = counts.get(obj_type, 0) + 1
+            placed.append((f"{obj_type} {counts[obj_type]}", rng.choice(cands)))
+
+    for _ in range(n_target):
+        put(target, spots)
+    sub = S.SIMILAR_OBJECT.get(target)
+    if sub in objects and rng.random() < 0.85:
+        put(sub, [t for t in objects[sub] if t in types_here])
+    if look or (room in ("bedroom", "livingroom") and rng.random() < 0.5):
+        put("desklamp", [t for t in S.LAMP_SPOTS if t in types_here])
+    fillers = [o for o in objects if o != target]
+    for _ in range(rng.randint(8, 16)):
+        o = rng.choice(fillers)
+        put(o, [t for t in objects[o] if t in types_here])
+    if sum(1 for n, _ in placed if n.rsplit(" ", 1)[0] == target) < (2 if task_type == "pick_two_obj_and_place" else 1):
+        return None
+    rng.shuffle(placed)
+    goal = render_goal(task_type, target, dest, toggle, rng.randrange(2))
+    recs = tuple((n, op, False) for n, op in receps)
+    return AlfTask(
+        task_id=f"alfworld-{split}-{index:04d}", task_type=task_type, goal=goal, target_type=target,
+        destination_type=dest, toggle_type=toggle, room=room, layout=f"FloorPlan{plan}",
+        receptacles=recs, objects=tuple(placed), split=split,
+    )

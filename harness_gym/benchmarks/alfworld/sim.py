@@ -1,0 +1,376 @@
+"""The simulated ALFWorld target: an exploring household agent with a seeded catalogue of flaws.
+
+It reads the conversation like an LLM agent: the room listing and goal of the first
+message, each observation and the AVAILABLE ACTIONS list, hints and blocks. Its belief
+comes from observations only (``observe.Tracker``); its knowledge of the task is used for
+nothing but drawing its persona. It searches receptacles in a commonsense order (where an
+object of that type usually is), opens what is closed, takes the target, transforms it at
+the appliance, places it, or holds it under the lamp. The flaws (``docs/sim_alfworld.md``)
+come from the ALFWorld case studies of Harness-R1 §7; each is drawn per episode from
+(task identity, episode seed), so baseline and patched runs are paired.
+"""
+from __future__ import annotations
+
+import hashlib
+import random
+import re
+from dataclasses import dataclass, field
+from functools import cache, lru_cache
+from pathlib import Path
+
+from harness_gym.models.base import ChatRequest
+from harness_gym.benchmarks.alfworld import scenes as S
+from harness_gym.benchmarks.alfworld.game import NOTHING
+from harness_gym.benchmarks.alfworld.goals import parse_goal
+from harness_gym.benchmarks.alfworld.observe import Tracker
+from harness_gym.benchmarks.alfworld.tasks import (
+    APPLIANCE_OF,
+    STATE_OF,
+    TRANSFORM_OF,
+    AlfTask,
+    kind,
+)
+from harness_gym.benchmarks.sim_reading import Advice
+from harness_gym.types import Message, ToolCall, assistant_message
+
+CONCEPTS: dict[str, re.Pattern[str]] = {
+    "transform": re.compile(r"\b(clean|heat|cool|wash|warm|chill)\w* (it|the \w+|them|this|that)\b.{0,40}(first|before)|before (you )?(put|plac|mov)\w*.{0,60}\b(clean|heat|hot|cool|cold|sink|microwave|fridge)|not (yet )?(been )?(clean|hot|heated|cool|cooled|washed)|(sinkbasin|microwave|fridge)", re.IGNORECASE),
+    "destination": re.compile(r"destination|(exact|correct|right|required|named) (receptacle|place|location|type)|receptacle (type )?(named|given|required)|wrong (receptacle|place|location)", re.IGNORECASE),
+    "target_object": re.compile(r"substitut|similar (object|item)|look-?alike|(exact|correct|right|required) (object|item)|wrong (object|item)|not the (target|requested)|object (type )?(named|requested) in the task", re.IGNORECASE),
+    "open": re.compile(r"\bopen\b.{0,40}(closed|receptacle|cabinet|drawer|fridge|inside)|closed (receptacle|cabinet|drawer|container)s?|look inside", re.IGNORECASE),
+    "admissible": re.compile(r"admissible|available actions|exactly as (it is )?listed|(copy|choose|pick) (an |one )?(action )?(exactly )?from|nothing happens|invalid (action|command)|valid (action|command)", re.IGNORECASE),
+    "placed": re.compile(r"already (placed|put|in)|do not (take|pick up|remove) .{0,40}(back|again|placed)|placed (object|item)s?|(second|another|different) (one|object|item|instance)", re.IGNORECASE),
+    "progress": re.compile(r"already (clean|hot|heated|cool|cooled|washed|transformed)|is now (clean|hot|cool)|do not (clean|heat|cool) (it )?again|(now|next),? (go|put|place|move|bring|carry)", re.IGNORECASE),
+    "lamp": re.compile(r"\blamp\b|\blight\b|turn on|switch on|\buse the\b", re.IGNORECASE),
+}
+# per-episode flaw probabilities (see docs/sim_alfworld.md); applicability is checked per task
+FLAWS = {
+    "skip_transform": 0.18, "transform_loop": 0.08, "wrong_receptacle": 0.06, "substitute_object": 0.12,
+    "retake_placed": 0.20, "invalid_grammar": 0.05, "not_opening": 0.08, "examine_instead": 0.15,
+    "misread_goal": 0.20, "poor_search": 0.25, "premature_done": 0.18,
+}
+INTRINSIC = ("misread_goal", "poor_search", "premature_done")
+RESPONSIVENESS = 0.55  # chance a focused, relevant hint or block is followed
+SELF_FIX = 0.35        # chance the agent fixes a "Nothing happens." on its own
+MOVE_GRAMMAR_SLIP = 0.45  # in the 2024 grammar, the classic-trained agent writes `put` this often
+DONE_TEXT = "I have completed the task."
+NOT_EXECUTED = "The action was not executed."
+_SPLIT = "\nAVAILABLE ACTIONS: "
+
+
+@lru_cache(maxsize=1)
+def _base_prompt() -> str:
+    return (Path(__file__).parent / "harness" / "system_prompt.md").read_text(encoding="utf-8")
+
+
+@cache
+def usual_places(obj_type: str) -> tuple[str, ...]:
+    """Receptacle types where an object type usually is, most typical first (commonsense prior)."""
+    if obj_type in S.LAMPS:
+        return S.LAMP_SPOTS
+    out: list[str] = []
+    for room in S.OBJECTS.values():
+        for t in room.get(obj_type, ()):
+            if t not in out:
+                out.append(t)
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class Persona:
+    flaws: frozenset[str]
+    u: dict[str, float]
+    seed: int
+
+    @classmethod
+    def draw(cls, task: AlfTask, episode_seed: int) -> Persona:
+        rng = random.Random(hashlib.sha256(f"sim-alfworld:{task.identity()}:{episode_seed}".encode()).digest())
+        flaws = {name for name, p in FLAWS.items() if rng.random() < p and _applicable(name, task)}
+        if "skip_transform" in flaws:
+            flaws.discard("transform_loop")
+        u = {k: rng.random() for k in (*CONCEPTS, "self_fix", "distraction", "move_slip", "misread")}
+        return cls(frozenset(flaws), u, rng.randrange(2**31))
+
+
+def _applicable(flaw: str, task: AlfTask) -> bool:
+    types = {kind(r) for r, _, _ in task.receptacles}
+    objs = {kind(o) for o, _ in task.objects}
+    if flaw in ("skip_transform", "transform_loop"):
+        return bool(task.transform)
+    if flaw == "retake_placed":
+        return task.task_type == "pick_two_obj_and_place"
+    if flaw == "examine_instead":
+        return task.task_type == "look_at_obj_in_light"
+    if flaw == "substitute_object":
+        return S.SIMILAR_OBJECT.get(task.target_type) in objs
+    if flaw == "misread_goal":
+        return True
+    if flaw == "wrong_receptacle":
+        return bool(task.destination_type) and any(t in types for t in S.SIMILAR_RECEPTACLE.get(task.destination_type, ()))
+    return True
+
+
+@dataclass
+class View:
+    """The conversation as the agent reads it."""
+
+    tracker: Tracker
+    goal: dict[str, str]
+    admissible: list[str]
+    steps: list[tuple[str, str]] = field(default_factory=list)  # (my action, observation) executed
+    blocked: list[str] = field(default_factory=list)
+    last: tuple[str, str] | None = None  # my last action and what came back (NOT_EXECUTED for blocks)
+    advice: Advice = field(default_factory=Advice)
+
+    @classmethod
+    def read(cls, messages: list[Message]) -> View:
+        first = str(messages[1].get("content") or "") if len(messages) > 1 else ""
+        head, _, adm = first.partition(_SPLIT)
+        view = cls(Tracker.start(head), parse_goal(head), adm.split("\n") if adm else [])
+        view.advice = Advice.read(messages, _base_prompt(), ignore=("You must call a tool! NEVER respond with only text.",))
+        pending = ""
+        for msg in messages[2:]:
+            role = msg.get("role")
+            if role == "assistant":
+                calls = msg.get("tool_calls") or []
+                pending = ""
+                if calls:
+                    call = ToolCall.from_message_call(calls[0])
+                    pending = str(call.arguments.get("action", ""))
+                else:
+                    view.last = (str(msg.get("content") or ""), "")
+            elif role == "tool" and pending:
+                text = str(msg.get("content") or "")
+                if text == NOT_EXECUTED:
+                    view.blocked.append(pending)
+                    view.last = (pending, NOT_EXECUTED)
+                else:
+                    obs, _, adm = text.partition(_SPLIT)
+                    view.admissible = adm.split("\n") if adm else view.admissible
+                    view.steps.append((pending, obs))
+                    view.last = (pending, obs)
+                    if obs.strip() != NOTHING:
+                        view.tracker.update(pending, obs)
+                pending = ""
+        return view
+
+
+def respond(request: ChatRequest) -> Message:
+    task: AlfTask = request.knowledge
+    seed = int(request.meta.get("episode_seed", 0))
+    agent = _Agent(task, Persona.draw(task, seed), View.read(request.messages), int(request.meta.get("round", 0)))
+    return agent.act()
+
+
+class _Agent:
+    def __init__(self, task: AlfTask, persona: Persona, view: View, round_index: int) -> None:
+        self.task, self.p, self.v, self.round = task, persona, view, round_index
+        self.t = view.tracker
+        g = view.goal
+        self.target, self.dest, self.ttype = g["target_type"], g["destination_type"], g["task_type"]
+        self.transform = TRANSFORM_OF.get(self.ttype, "")
+        self.move_grammar = any(a.startswith("move ") for a in view.admissible) or any(
+            o.startswith("You arrive at ") and not o.startswith("You arrive at loc") for _, o in view.steps)
+
+    # --- advice ----------------------------------------------------------------------
+    def has(self, flaw: str) -> bool:
+        return flaw in self.p.flaws
+
+    def follows(self, concept: str) -> bool:
+        return self.v.advice.follows(concept, CONCEPTS, self.p.u[concept], RESPONSIVENESS)
+
+    def active(self, flaw: str, concept: str) -> bool:
+        """A fixable flaw is active unless relevant advice has been followed."""
+        return self.has(flaw) and not self.follows(concept)
+
+    # --- beliefs ---------------------------------------------------------------------
+    def my_dest(self) -> str:
+        d = self.dest
+        similar = [t for t in S.SIMILAR_RECEPTACLE.get(d, ()) if any(kind(r) == t for r in self.t.receptacles)]
+        if self.has("misread_goal"):
+            others = sorted({kind(r) for r in self.t.receptacles} - {d, *APPLIANCE_OF.values()}) or [d]
+            return others[int(self.p.u["misread"] * len(others)) % len(others)]
+        if not similar:
+            return d
+        distracted = self.p.u["distraction"] < self.v.advice.distraction(CONCEPTS)
+        if self.active("wrong_receptacle", "destination") or distracted:
+            return similar[0]
+        return d
+
+    def acceptable(self) -> set[str]:
+        ok = {self.target}
+        sub = S.SIMILAR_OBJECT.get(self.target)
+        if sub and self.active("substitute_object", "target_object"):
+            ok.add(sub)
+        return ok
+
+    def needs_transform(self) -> bool:
+        return bool(self.transform) and not self.active("skip_transform", "transform")
+
+    def done_ok(self, obj: str) -> bool:
+        return not self.needs_transform() or STATE_OF[self.transform] in self.t.transformed.get(obj, set())
+
+    def placed(self) -> list[str]:
+        dest, ok = self.my_dest(), self.acceptable()
+        out = []
+        for obj, rec in self.t.puts:
+            if kind(obj) in ok and kind(rec) == dest and self.t.object_at.get(obj) == rec and self.done_ok(obj):
+                if obj not in out:
+                    out.append(obj)
+        return out
+
+    # --- acting ----------------------------------------------------------------------
+    def act(self) -> Message:
+        last = self.v.last
+        if last and last[1].strip() == NOTHING and not self._fixes_nothing():
+            return self._do(last[0], "Let me try that again.")
+        cmd, thought = self.plan()
+        if cmd is None:
+            return assistant_message(DONE_TEXT)
+        return self._do(self._phrase(cmd), thought)
+
+    def _fixes_nothing(self) -> bool:
+        return self.p.u["self_fix"] < SELF_FIX or self.follows("admissible")
+
+    def _phrase(self, cmd: str) -> str:
+        """How the agent writes a command: its grammar slips are here."""
+        if not (cmd.startswith("put ") or cmd.startswith("move ")):
+            return cmd
+        if self.v.last and self.v.last[1].strip() == NOTHING:
+            return cmd  # it just failed: it copies the listed form now
+        slip = self.has("invalid_grammar") or (self.move_grammar and self.p.u["move_slip"] < MOVE_GRAMMAR_SLIP)
+        if not slip or self.follows("admissible"):
+            return cmd
+        m = re.match(r"(?:put (.+) in/on|move (.+) to) (.+)$", cmd)
+        if not m:
+            return cmd
+        obj, rec = m.group(1) or m.group(2), m.group(3)
+        if self.move_grammar:
+            return f"put {obj} in/on {rec}"
+        return f"put {obj} {'in' if kind(rec) in ('cabinet', 'drawer', 'fridge', 'microwave', 'safe', 'garbagecan') else 'on'} {rec}"
+
+    def _put(self, obj: str, rec: str) -> str:
+        return f"move {obj} to {rec}" if self.move_grammar else f"put {obj} in/on {rec}"
+
+    def plan(self) -> tuple[str | None, str]:
+        t = self.t
+        if self.has("poor_search") and self._waste():
+            return "look", "Let me look around."
+        if self.ttype == "look_at_obj_in_light":
+            return self._plan_look()
+        need = 2 if self.ttype == "pick_two_obj_and_place" else 1
+        placed = self.placed()
+        held = t.inventory
+        if held is None and len(placed) >= need:
+            return None, DONE_TEXT
+        if held is not None:
+            if self.has("premature_done") and kind(held) in self.acceptable():
+                return None, DONE_TEXT
+            if kind(held) not in self.acceptable() or (held in placed and len(placed) >= need):
+                return self._put_back(held)
+            if self.needs_transform() and not self.done_ok(held):
+                app = self._first_of(APPLIANCE_OF[self.transform])
+                if app is None:
+                    return self._explore()
+                if t.location != app:
+                    return f"go to {app}", f"I need to {self.transform} the {held}."
+                return f"{self.transform} {held} with {app}", f"Now I {self.transform} the {held}."
+            loop = self.transform and self.active("transform_loop", "progress") and self.v.steps and \
+                self.v.steps[-1][0].startswith(f"{self.transform} {held} with")
+            if loop:
+                return self.v.steps[-1][0], f"Let me {self.transform} it properly."
+            rec = self._first_of(self.my_dest())
+            if rec is None:
+                return self._explore()
+            if t.location != rec:
+                return f"go to {rec}", f"Now I take the {held} to the {kind(rec)}."
+            if rec in t.closed:
+                return f"open {rec}", f"The {rec} is closed."
+            return self._put(held, rec), f"I put the {held} here."
+        return self._fetch(exclude=set(placed))
+
+    def _plan_look(self) -> tuple[str | None, str]:
+        t = self.t
+        held = t.inventory
+        if held is None or kind(held) not in self.acceptable():
+            if held is not None:
+                return self._put_back(held)
+            return self._fetch(exclude=set())
+        lamp_loc = t.lamp_location
+        if not lamp_loc:
+            return self._explore(want=S.LAMPS[0])
+        if t.location != lamp_loc:
+            return f"go to {lamp_loc}", "Now I need the lamp."
+        lamp = next((o for o, r in t.object_at.items() if r == lamp_loc and kind(o) in S.LAMPS), None)
+        if lamp is None:
+            return self._explore(want=S.LAMPS[0])
+        if self.active("examine_instead", "lamp") or self.has("misread_goal"):
+            if any(a == f"examine {held}" for a, _ in self.v.steps[-3:]):
+                return None, DONE_TEXT
+            return f"examine {held}", f"Let me examine the {held} here."
+        if lamp in t.lamps_on:
+            return f"use {lamp}", "The lamp is on."
+        return f"use {lamp}", f"I turn on the {lamp}."
+
+    def _fetch(self, exclude: set[str]) -> tuple[str, str]:
+        t, ok = self.t, self.acceptable()
+        retake = self.active("retake_placed", "placed")
+        blocked = set(self.v.blocked) if self.follows("target_object") or self.follows("placed") else set()
+        cands = [(o, r) for o, r in t.object_at.items() if kind(o) in ok and (retake or o not in exclude)
+                 and f"take {o} from {r}" not in blocked]
+        if self.follows("target_object") or self.follows("placed"):
+            cands = [(o, r) for o, r in cands if kind(o) == self.target]
+        cands.sort(key=lambda c: (c[1] != t.location, kind(c[0]) != self.target and False))
+        if cands:
+            obj, rec = cands[0]
+            if t.location != rec:
+                return f"go to {rec}", f"I saw a {obj} at the {rec}."
+            return f"take {obj} from {rec}", f"I take the {obj}."
+        return self._explore()
+
+    def _explore(self, want: str = "") -> tuple[str, str]:
+        t = self.t
+        opens = not self.active("not_opening", "open")
+        if t.location and t.location in t.closed and opens:
+            return f"open {t.location}", f"Let me look inside the {t.location}."
+        order = self._search_order(want or self.target)
+        for rec in order:
+            if rec not in t.visited:
+                return f"go to {rec}", f"Next I check the {rec}."
+        for rec in order:  # second pass: open what was left closed
+            if rec in t.closed:
+                return f"go to {rec}", f"The {rec} was closed; let me open it."
+        return "look", "I cannot find it."
+
+    def _search_order(self, obj_type: str) -> list[str]:
+        rng = random.Random(f"{self.p.seed}:{obj_type}")
+        places = usual_places(obj_type)
+        if self.has("poor_search"):
+            recs = list(self.t.receptacles)
+            rng.shuffle(recs)
+            return recs
+        def rank(rec: str) -> tuple[int, float]:
+            k = kind(rec)
+            return (places.index(k) if k in places else len(places), rng.random())
+        return sorted(self.t.receptacles, key=rank)
+
+    def _first_of(self, rtype: str) -> str | None:
+        recs = sorted((r for r in self.t.receptacles if kind(r) == rtype), key=lambda r: int(r.rsplit(" ", 1)[1]))
+        return recs[0] if recs else None
+
+    def _put_back(self, held: str) -> tuple[str, str]:
+        t = self.t
+        if t.location and kind(t.location) != self.dest and t.location not in t.closed and S.can_contain(kind(t.location), kind(held)):
+            return self._put(held, t.location), f"This is not the right object; I put the {held} down."
+        src = next((r for o, r in reversed(t.takes) if o == held), None)
+        if src and src != t.location:
+            return f"go to {src}", f"I put the {held} back where it was."
+        spot = next((r for r in t.receptacles if kind(r) != self.dest and r not in t.closed and S.can_contain(kind(r), kind(held))), None)
+        return (f"go to {spot}" if spot else "look"), "I need somewhere to put this down."
+
+    def _waste(self) -> bool:
+        rng = random.Random(f"{self.p.seed}:waste:{self.round}")
+        return rng.random() < 0.4
+
+    def _do(self, action: str, thought: str) -> Message:
+        return assistant_message(thought, [ToolCall(f"call_{self.round}_0", "take_action", {"action": action})])

@@ -1,0 +1,70 @@
+"""ALFWorld's ``BenchmarkSpec``: generated scenes or the original games, local or HTTP worlds.
+
+World backends: ``local`` (embedded game, classic grammar), ``local:move`` (the 2024
+``move X to Y`` grammar), ``http://host:port`` (a ``targets/alfworld/server.py``
+process; append ``#move`` for the new grammar) and ``original`` (the ``alfworld``
+package's TextWorld games; needs ``data_dir``/``$ALFWORLD_DATA``).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from harness_gym.errors import ConfigError
+from harness_gym.evaluation.benchmarks import BenchmarkSpec
+from harness_gym.benchmarks.base import World
+
+SPLITS = ("train", "valid_seen", "valid_unseen", "test")
+
+
+def world_factory(backend: str) -> Callable[[], World]:
+    from harness_gym.benchmarks.alfworld.world import ALFWorldWorld
+
+    if backend in ("local", "local:classic"):
+        return lambda: ALFWorldWorld("classic")
+    if backend == "local:move":
+        return lambda: ALFWorldWorld("move")
+    if backend.startswith(("http://", "https://")):
+        from harness_gym.benchmarks.alfworld.remote import RemoteWorld
+
+        url, _, grammar = backend.partition("#")
+        return lambda: RemoteWorld(url, grammar or "classic")
+    if backend == "original":
+        from harness_gym.benchmarks.alfworld.original import OriginalWorld
+
+        return lambda: OriginalWorld()
+    raise ConfigError(
+        f"backend={backend!r}: expected 'local', 'local:move', 'http://host:port[#move]' or 'original' for alfworld"
+    )
+
+
+def spec() -> BenchmarkSpec:
+    from harness_gym.benchmarks.alfworld import episode as runtime
+    from harness_gym.benchmarks.alfworld import generator
+
+    def load_tasks(split: str, data_dir: Path | None) -> list[Any]:
+        if data_dir is None:
+            return generator.generate_split(split)
+        from harness_gym.benchmarks.alfworld.original import load_split
+
+        return load_split(split, Path(data_dir))
+
+    return BenchmarkSpec("alfworld", load_tasks, world_factory, runtime.run_episode, splits=SPLITS,
+                         default_backend="local", default_split=generator.DEFAULT_SPLIT, gold_strings=gold_strings)
+
+
+def gold_strings(tasks: Sequence[Any]) -> list[str]:
+    """What an ALFWorld patch must not contain: where each task's target objects are hidden.
+
+    For every object of the task's target type, its instance name (``keychain 1``) and the
+    receptacle it starts in (``drawer 2``): the answer to "where is it", which the agent has
+    to find by exploring. Receptacle names of the room and the goal text are shown to the
+    agent and are not gold. (Original games, loaded from files, carry no scene: none.)"""
+    out: list[str] = []
+    for task in tasks:
+        target = str(getattr(task, "target_type", "") or "")
+        for obj, where in getattr(task, "objects", ()) or ():
+            if target and str(obj).split(" ")[0] == target:
+                out += [str(obj), str(where)]
+    return out

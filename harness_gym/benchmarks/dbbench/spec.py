@@ -1,0 +1,60 @@
+"""DBBench's ``BenchmarkSpec``: generated or original tasks, SQLite or MySQL worlds."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from harness_gym.evaluation.benchmarks import BenchmarkSpec
+from harness_gym.benchmarks.base import World
+
+
+def spec() -> BenchmarkSpec:
+    from harness_gym.benchmarks.dbbench import episode as runtime
+    from harness_gym.benchmarks.dbbench import generator, loader
+    from harness_gym.benchmarks.dbbench.db import open_database
+    from harness_gym.benchmarks.dbbench.world import DBBenchWorld
+
+    def load_tasks(split: str, data_dir: Path | None) -> list[Any]:
+        if data_dir is None:
+            return generator.generate_split(split)
+        return loader.load_split(split, Path(data_dir))
+
+    def world_factory(backend: str) -> Callable[[], World]:
+        database = open_database(backend)
+        return lambda: DBBenchWorld(database)
+
+    return BenchmarkSpec("dbbench", load_tasks, world_factory, runtime.run_episode, default_backend="sqlite",
+                         gold_strings=gold_strings)
+
+
+_SQL_LITERAL = re.compile(r"'((?:[^']|'')*)'|\"((?:[^\"]|\"\")*)\"")
+_BARE_NUMBER = re.compile(r"[+-]?\d+")
+MIN_CELL_NUMBER_DIGITS = 5  # a bare 4-digit cell (a year, a count) is too common to be evidence
+
+
+def gold_strings(tasks: Sequence[Any]) -> list[str]:
+    """What a DBBench patch must not contain: the batch's gold data.
+
+    Labels (the answers; for mutations the statement), the reference SQL and its quoted
+    literals, the expected table hash, and every cell value that is distinctive: schema
+    names (table, columns) are shown to the agent and are not gold, and a cell that is a
+    bare integer of fewer than ``MIN_CELL_NUMBER_DIGITS`` digits is too common (a year, a
+    count, a grade). ``GoldStrings.build`` drops short and common words on top of this.
+    """
+    schema = {n.strip().lower() for t in tasks for n in (t.table_name, *t.columns)}
+    out: list[str] = []
+    for task in tasks:
+        out += [str(v) for v in task.label]
+        out.append(task.reference_sql)
+        for m in _SQL_LITERAL.finditer(task.reference_sql):
+            out.append(m.group(1) if m.group(1) is not None else m.group(2) or "")
+        if task.answer_md5:
+            out.append(task.answer_md5)
+        for row in task.rows:
+            for cell in row:
+                text = str(cell).strip()
+                if text.lower() in schema or (_BARE_NUMBER.fullmatch(text) and len(text.lstrip("+-")) < MIN_CELL_NUMBER_DIGITS):
+                    continue
+                out.append(text)
+    return [s for s in out if s.strip() and s.strip().lower() not in schema]

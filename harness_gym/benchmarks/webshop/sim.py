@@ -1,0 +1,348 @@
+"""The simulated WebShop target: a competent shopper with a seeded catalogue of flaws.
+
+It reads the conversation like an LLM (observations, available actions, hints, blocks) and
+answers with one structured ``search_action``/``click_action`` call through the same
+runtime path a real model uses. Its knowledge is the task's goal (target product,
+attributes, options, price bound) and the catalogue; its failures come from the flaws
+below, drawn per episode from (task identity, episode seed) so baseline and patched runs
+are paired. See ``docs/sim_webshop.md`` for the catalogue of flaws, which hook fixes each,
+and how the sim reacts to blocks, rewrites and hints.
+"""
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import random
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+from rapidfuzz import fuzz
+
+from harness_gym.models.base import ChatRequest
+from harness_gym.benchmarks.sim_reading import Advice
+from harness_gym.benchmarks.webshop.catalog import Catalogue, get_catalog
+from harness_gym.benchmarks.webshop.products import Product
+from harness_gym.benchmarks.webshop.reward import goal_option_values
+from harness_gym.benchmarks.webshop.tasks import WebShopTask
+from harness_gym.types import Message, ToolCall, assistant_message
+
+CONCEPTS: dict[str, re.Pattern[str]] = {
+    "select_options": re.compile(r"(select|choose|pick|click)\w*\b.{0,40}\b(option|colou?r|size|attribute|variant|flavor|scent)s?\b|required (option|attribute)|unselected|before (buying|you buy|buy now|purchas)", re.IGNORECASE),
+    "budget": re.compile(r"budget|too expensive|cheaper|over (the )?(price|limit)|price (limit|bound|cap)|costs? more than|exceeds? the price", re.IGNORECASE),
+    "search_loop": re.compile(r"same (search|query|keywords)|search\w* (again|repeatedly|many times|several times)|stop searching|(different|simpler) (keywords|query)|search loop", re.IGNORECASE),
+    "stall": re.compile(r"\bstuck\b|too long|make a decision|decide (now)?|stalled|stop browsing|(go ahead and|just) (buy|click .?buy now)|do not keep (reading|browsing)", re.IGNORECASE),
+    "exact_click": re.compile(r"exact(ly)?\b.{0,40}\b(clickable|available|value)|available (actions|clickables)|not (a )?clickable|(valid|product) (click )?(id|value)s?\b|one of the clickables", re.IGNORECASE),
+    "repeat_click": re.compile(r"already (clicked|selected)|same (click|option|button)|clicked .{0,30} again|repeat\w* (click|the same)", re.IGNORECASE),
+    "match_title": re.compile(r"title|all (the )?key terms|match\w* (all|every|the) (requirement|attribute|term)s?", re.IGNORECASE),
+}
+
+FLAWS = {"skip_options": 0.18, "over_budget": 0.12, "near_miss": 0.30, "search_loop": 0.12, "stall": 0.09,
+         "repeat_click": 0.06, "invalid_click": 0.08, "text_only": 0.06, "wrong_option": 0.18}
+RESPONSIVENESS = 0.7     # chance a focused, relevant hint is followed
+BLOCK_RESPONSIVENESS = 0.95  # chance a block that names the fix is followed
+TITLE_RESPONSIVENESS = 0.25  # near-miss picks are mostly intrinsic
+MAX_PAGES = 2
+_OBS = re.compile(r"^(?:Action: (?P<action>.*?)\n\n)?(?:The initial observation|Observation):\n(?P<obs>.*?)\n\nAvailable Actions:\n(?P<aa>.*)$", re.DOTALL)
+_PRICE = re.compile(r"\$([\d,]+(?:\.\d+)?)")
+_FILLER = re.compile(r"\b(i'm|i am|i need|i want to buy|i want|looking for|find me|that is|which is|with|and|a|an|the|in|color|size|flavor|scent)\b", re.IGNORECASE)
+
+
+@lru_cache(maxsize=1)
+def _base_prompt() -> str:
+    return (Path(__file__).parent / "harness" / "system_prompt.md").read_text(encoding="utf-8")
+
+
+@lru_cache(maxsize=1)
+def _base_tool_descriptions() -> dict[str, str]:
+    tools = json.loads((Path(__file__).parent / "harness" / "tools.json").read_text(encoding="utf-8"))
+    return {t["function"]["name"]: t["function"]["description"] for t in tools}
+
+
+@dataclass(frozen=True)
+class Persona:
+    flaws: frozenset[str]
+    u: dict[str, float]
+
+    @classmethod
+    def draw(cls, task: WebShopTask, episode_seed: int) -> Persona:
+        rng = random.Random(hashlib.sha256(f"sim-webshop:{task.identity()}:{episode_seed}".encode()).digest())
+        flaws = {name for name, p in FLAWS.items() if rng.random() < p}
+        keys = (*CONCEPTS, "loop_len", "invalid_len", "text_len", "skip_mode", "distraction", "pick", "block")
+        return cls(frozenset(flaws), {k: rng.random() for k in keys})
+
+
+# --- reading the conversation ----------------------------------------------------------------
+@dataclass
+class Turn:
+    obs: str
+    clickables: list[str]
+    tool: str | None = None
+    value: str = ""
+    executed: str | None = None
+    after_obs: str | None = None
+    advice: list[str] = field(default_factory=list)
+
+    @property
+    def action(self) -> str:
+        return f"{'search' if self.tool == 'search_action' else 'click'}[{self.value}]" if self.tool else ""
+
+    @property
+    def blocked(self) -> bool:
+        """A call whose observation did not change while a hook spoke (block or guard)."""
+        return bool(self.tool) and self.after_obs == self.obs and bool(self.advice) and self.executed == self.action
+
+
+def _parse_obs(text: str) -> tuple[str | None, str, list[str]] | None:
+    m = _OBS.match(text)
+    if not m:
+        return None
+    try:
+        aa = ast.literal_eval(m.group("aa").strip())
+        clickables = [str(c) for c in aa.get("clickables", [])]
+    except (ValueError, SyntaxError, AttributeError):
+        clickables = []
+    return m.group("action"), m.group("obs"), clickables
+
+
+def read_history(messages: list[Message]) -> tuple[list[Turn], str, list[str], list[str]]:
+    """Turns so far, the current observation and clickables, and hook advice texts."""
+    turns: list[Turn] = []
+    obs, clickables = "", list[str]()
+    advice: list[str] = []
+    for msg in messages[1:]:
+        role, text = msg.get("role"), str(msg.get("content") or "")
+        parsed = _parse_obs(text) if role in ("user", "tool") else None
+        if parsed is not None:
+            executed, obs, clickables = parsed
+            if turns and turns[-1].after_obs is None:
+                turns[-1].executed, turns[-1].after_obs = executed, obs
+            continue
+        if role == "assistant":
+            calls = msg.get("tool_calls") or []
+            turn = Turn(obs, list(clickables))
+            if calls:
+                call = ToolCall.from_message_call(calls[0])
+                args = call.arguments if isinstance(call.arguments, dict) else {}
+                turn.tool, turn.value = call.name, str(next(iter(args.values()), "")) if args else ""
+            turns.append(turn)
+        elif role == "user" and text and not text.startswith(("No valid tool call", "Task limit", "[NOTICE]")):
+            advice.append(text)
+            if turns and turns[-1].after_obs is None:
+                turns[-1].advice.append(text)
+    return turns, obs, clickables, advice
+
+
+def _advice(request: ChatRequest, hook_texts: list[str]) -> Advice:
+    system = [m for m in request.messages[:1] if m.get("role") == "system"]
+    adv = Advice.read(system, _base_prompt())
+    base = _base_tool_descriptions()
+    for tool in request.tools or []:
+        fn = tool.get("function") or {}
+        extra = str(fn.get("description", "")).replace(base.get(str(fn.get("name")), ""), "").strip()
+        if extra and extra not in adv.units:
+            adv.add(extra)
+    for text in hook_texts:
+        adv.add(text)
+    return adv
+
+
+# --- the policy --------------------------------------------------------------------------------
+def respond(request: ChatRequest) -> Message:
+    task: WebShopTask = request.knowledge
+    persona = Persona.draw(task, int(request.meta.get("episode_seed", 0)))
+    turns, obs, clickables, hook_texts = read_history(request.messages)
+    agent = _Shopper(task, get_catalog(task.catalog), persona, turns, obs, clickables,
+                     _advice(request, hook_texts), int(request.meta.get("round", 0)))
+    return agent.act()
+
+
+def price_of(tag: str) -> float:
+    m = _PRICE.search(tag)
+    return float(m.group(1).replace(",", "")) if m else 0.0
+
+
+class _Shopper:
+    def __init__(self, task: WebShopTask, cat: Catalogue, persona: Persona, turns: list[Turn], obs: str,
+                 clickables: list[str], advice: Advice, round_index: int) -> None:
+        self.task, self.cat, self.p, self.turns, self.obs = task, cat, persona, turns, obs
+        self.clickables, self.advice, self.round = clickables, advice, round_index
+        self.goal = task.goal
+        self.target = cat.products.get(self.goal["asin"])
+        self.flaws = set(persona.flaws)
+
+    # --- reading advice ---------------------------------------------------------------------
+    def follows(self, concept: str, responsiveness: float = RESPONSIVENESS) -> bool:
+        return self.advice.follows(concept, CONCEPTS, self.p.u[concept], responsiveness)
+
+    def told_by_block(self, concept: str) -> bool:
+        units = [a for t in self.turns if t.blocked for a in t.advice]
+        return Advice(units).follows(concept, CONCEPTS, self.p.u["block"], BLOCK_RESPONSIVENESS)
+
+    # --- actions ------------------------------------------------------------------------------
+    def _call(self, tool: str, value: str, thought: str) -> Message:
+        return assistant_message(thought, [ToolCall(f"call_{self.round}_0", tool, {"keywords" if tool == "search_action" else "value": value})])
+
+    def search(self, thought: str = "Let me search for the product.") -> Message:
+        return self._call("search_action", self.keywords(), thought)
+
+    def click(self, value: str, thought: str) -> Message:
+        return self._call("click_action", value, thought)
+
+    def keywords(self) -> str:
+        text = self.goal["instruction_text"].split(", and price lower")[0]
+        for v in goal_option_values(self.goal):
+            text = text.replace(v, " ")
+        return " ".join(_FILLER.sub(" ", text).split())
+
+    # --- page reading -----------------------------------------------------------------------
+    def page(self) -> str:
+        c = self.clickables
+        if c == ["search"]:
+            return "search"
+        if "buy now" in c:
+            return "item"
+        if "next >" in c:
+            return "results"
+        if "< prev" in c:
+            return "sub"
+        return "unknown"
+
+    def current_product(self) -> Product | None:
+        for t in reversed(self.turns):
+            act = t.executed or t.action
+            if act.startswith("click[") and t.after_obs is not None:
+                v = act[6:-1].strip().upper()
+                if v in self.cat.products:
+                    return self.cat.products[v]
+            if act.startswith("search[") or act == "click[back to search]":
+                return None
+        return None
+
+    def turns_on_product(self) -> list[Turn]:
+        """Turns since the last product was opened (inclusive of nothing before it)."""
+        out: list[Turn] = []
+        for t in reversed(self.turns):
+            act = t.executed or t.action
+            if act.startswith("click[") and act[6:-1].strip().upper() in self.cat.products:
+                break
+            out.append(t)
+        return list(reversed(out))
+
+    def visible_products(self) -> list[Product]:
+        return [self.cat.products[c.upper()] for c in self.clickables if c.upper() in self.cat.products]
+
+    # --- the decision -------------------------------------------------------------------------
+    def act(self) -> Message:
+        n_text = sum(1 for t in self.turns if t.tool is None)
+        if "text_only" in self.flaws and n_text < 1 + int(self.p.u["text_len"] * 3) and self.page() == "item" \
+                and not self.follows("stall"):
+            return assistant_message("This product looks right. I think I should buy it after checking the options.")
+        page = self.page()
+        if page == "search" or page == "unknown":
+            return self.search()
+        if page == "results":
+            return self.on_results()
+        if page == "item":
+            return self.on_item()
+        return self.on_sub()
+
+    def on_results(self) -> Message:
+        searches = sum(1 for t in self.turns if t.tool == "search_action")
+        loop_len = 3 + int(self.p.u["loop_len"] * 12)
+        if "search_loop" in self.flaws and searches < loop_len and not self.follows("search_loop"):
+            return self.search("The results do not look right; let me search again.")
+        visible = self.visible_products()
+        pick = self.choose(visible)
+        page_no = sum(1 for t in self.turns if (t.executed or t.action) == "click[next >]")
+        if pick is None and page_no < MAX_PAGES and "next >" in self.clickables:
+            return self.click("next >", "The product is not on this page; let me see the next page.")
+        if pick is None:
+            pick = self.fallback(visible)
+        if pick is None:
+            return self.search("Nothing relevant; let me search again.")
+        invalid = sum(1 for t in self.turns if t.tool == "click_action" and t.value.lower() == pick.name.lower())
+        if "invalid_click" in self.flaws and invalid < 1 + int(self.p.u["invalid_len"] * 5) and not self.follows("exact_click"):
+            return self.click(pick.name, "This title matches the instruction best.")
+        return self.click(pick.asin.lower(), "This product matches the instruction.")
+
+    def over_budget(self, p: Product) -> bool:
+        return price_of(p.price_tag) > float(self.goal["price_upper"])
+
+    def choose(self, visible: list[Product]) -> Product | None:
+        target = self.target
+        if target is None or target not in visible:
+            return None
+        budget_told = self.follows("budget") or self.told_by_block("budget")
+        if "over_budget" in self.flaws and not budget_told:
+            twins = [p for p in visible if p is not target and p.query == target.query and self.over_budget(p)]
+            if twins:
+                return max(twins, key=lambda p: (len(set(p.attributes) & set(target.attributes)), -visible.index(p)))
+        if "near_miss" in self.flaws and not self.follows("match_title", TITLE_RESPONSIVENESS):
+            sibs = [p for p in visible if p is not target and p.query == target.query and not self.over_budget(p)]
+            if sibs:
+                return sibs[int(self.p.u["pick"] * len(sibs)) % len(sibs)]
+        return target
+
+    def fallback(self, visible: list[Product]) -> Product | None:
+        """The target is not in the results: the closest-looking title within budget."""
+        if not visible:
+            return None
+        instr = self.goal["instruction_text"]
+        ok = [p for p in visible if not self.over_budget(p)] or visible
+        return max(ok, key=lambda p: (fuzz.token_set_ratio(p.name.lower(), instr), -visible.index(p)))
+
+    def wanted_options(self, product: Product) -> list[str]:
+        """Clickable values for the goal's options on this product (one per goal option)."""
+        values = [v for _, vals in product.options for v in vals]
+        out = []
+        for g in goal_option_values(self.goal):
+            best = max(values, key=lambda v: fuzz.token_set_ratio(v, g), default=None)
+            if best is not None and fuzz.token_set_ratio(best, g) > 85 and best not in out:
+                out.append(best)
+        if "wrong_option" in self.flaws and out:
+            i = int(self.p.u["pick"] * len(out)) % len(out)
+            for _, vals in product.options:
+                if out[i] in vals and len(vals) > 1:
+                    j = vals.index(out[i])
+                    out[i] = vals[j + 1] if j + 1 < len(vals) else vals[j - 1]
+                    break
+        if out and self.p.u["distraction"] < self.advice.distraction(CONCEPTS):
+            out = out[:-1]  # a slip: one option forgotten
+        return out
+
+    def on_item(self) -> Message:
+        product = self.current_product()
+        if product is None:
+            return self.click("buy now", "Buying this product.")
+        here = self.turns_on_product()
+        blocked_buys = [t for t in here if t.blocked and t.value.lower() == "buy now"]
+        if self.over_budget(product) and blocked_buys and (self.told_by_block("budget") or self.follows("budget")):
+            return self.click("< prev", "This product is over my budget; let me go back to the results.")
+        clicked = [t.value.lower() for t in here if t.tool == "click_action"]
+        wanted = self.wanted_options(product)
+        skip = "skip_options" in self.flaws and not self.follows("select_options") and not (
+            blocked_buys and self.told_by_block("select_options"))
+        if skip:
+            wanted = wanted[:1] if self.p.u["skip_mode"] < 0.4 else []
+        for v in wanted:
+            if v not in clicked:
+                return self.click(v, f"Selecting the option '{v}'.")
+        if "repeat_click" in self.flaws and wanted and not self.follows("repeat_click") and not blocked_buys \
+                and not any(t.blocked for t in here):
+            return self.click(wanted[-1], f"Let me make sure '{wanted[-1]}' is selected.")
+        if "stall" in self.flaws and not self.follows("stall") and not any(t.blocked for t in here):
+            subs = [t.value for t in here if t.value in ("description", "features", "reviews")]
+            return self.click(("description", "features", "reviews")[len(subs) % 3], "Let me read more about this product first.")
+        if blocked_buys and not self.told_by_block("select_options") and not self.told_by_block("budget") \
+                and len(blocked_buys) > len([t for t in here if t.value in ("features",)]):
+            return self.click("features", "The purchase did not go through; let me check the product details.")
+        return self.click("buy now", "All options are selected; buying now.")
+
+    def on_sub(self) -> Message:
+        here = self.turns_on_product()
+        if "stall" in self.flaws and not self.follows("stall") and not any(t.blocked for t in here):
+            return self.click("< prev", "Let me go back to the product page.")
+        return self.click("< prev", "Back to the product page.")
