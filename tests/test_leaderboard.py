@@ -1,26 +1,39 @@
-"""Leaderboard submissions: a fresh one verifies; tampered ones are rejected with the first mismatch."""
+"""Leaderboards: an honest submission verifies; every class of forged submission is rejected in one line;
+verification is a separate record; render lets no submitted string add rows, cells, links, images or HTML."""
 from __future__ import annotations
 
+import ast
+import builtins
 import copy
 import json
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from harness_gym.leaderboard import (
     SubmissionError,
     build_submission,
+    load_submission,
+    protocol_violation,
     save_submission,
+    table_for,
     validate,
     verify_submission,
 )
 from harness_gym.leaderboard.cli import main as lb_main
-from harness_gym.leaderboard.render import render
+from harness_gym.leaderboard.protocol import TABLES, protocol_text
+from harness_gym.leaderboard.records import status, write_record
+from harness_gym.leaderboard.render import code, render
 from harness_gym.leaderboard.schema import SCHEMA, schema_text
+from harness_gym.leaderboard.submission import make_env, make_kwargs, packet_sha256
+from harness_gym.leaderboard.verify import OTHER_VERSION, REJECTED, REPRODUCED
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = "HarnessEdit-DBBench-v0"
-KW = {"batch_size": 6, "heldout_batch_size": 3}
+TABLE = table_for(ENV, "sim")
 
 
 @pytest.fixture(scope="module")
@@ -29,147 +42,454 @@ def rows(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
     from harness_gym.bench import run_bench
 
     out = tmp_path_factory.mktemp("lb") / "bench.jsonl"
-    return run_bench([ENV], ["noop", "template"], 3, out, env_kwargs=KW, progress=False).rows
+    return run_bench([ENV], ["noop", "template"], TABLE.episodes, out, seed=TABLE.base_seed,
+                     env_kwargs=make_kwargs(TABLE), progress=False).rows
 
 
 @pytest.fixture(scope="module")
-def template_sub(rows: list[dict]) -> dict:
-    return build_submission(rows, name="t-template", policy="template", env_id=ENV, env_kwargs={"heldout_batch_size": 3})
+def honest(rows: list[dict]) -> dict:
+    return build_submission(rows, name="t-template", policy="template", env_id=ENV, target="sim")
 
 
-def _first_nonzero(sub: dict) -> int:
-    return next(i for i, e in enumerate(sub["episodes"]) if e["claimed"]["reward"] != 0)
+@pytest.fixture
+def forge(honest: dict) -> Callable[[Callable[[dict], Any]], dict]:
+    def make(mutate: Callable[[dict], Any]) -> dict:
+        sub = copy.deepcopy(honest)
+        mutate(sub)
+        return sub
+    return make
 
 
-def test_fresh_submission_verifies(template_sub: dict) -> None:
-    assert template_sub["env"]["kwargs"]["batch_size"] == 6 and template_sub["seeds"] == [0, 1, 2]
-    assert any(e["claimed"]["reward"] != 0 for e in template_sub["episodes"]), "template should move some batch"
-    verdict = verify_submission(template_sub)
-    assert verdict.accepted, verdict.message
-    assert verdict.episodes_checked == 3 and "submitted with" not in verdict.message
-    older = {**template_sub, "package": {**template_sub["package"], "version": "0.0.1"}}
-    verdict = verify_submission(older, limit=1)
-    assert verdict.accepted and "submitted with harness-gym 0.0.1" in verdict.message, verdict.message
-
-
-def test_changed_reward_is_rejected_with_first_mismatch(template_sub: dict) -> None:
-    bad = copy.deepcopy(template_sub)
-    bad["episodes"][1]["claimed"]["reward"] += 0.5
-    bad["episodes"][2]["claimed"]["patched_score"] = 1.0  # a later lie is not the one reported
-    verdict = verify_submission(bad)
-    assert not verdict.accepted
-    assert verdict.message.startswith("rejected: episode 1 (seed 1): reward: claimed ")
-    assert f"recomputed {template_sub['episodes'][1]['claimed']['reward']!r}" in verdict.message
-    assert "\n" not in verdict.message
-
-
-def test_changed_patch_is_rejected(template_sub: dict, rows: list[dict]) -> None:
-    i = _first_nonzero(template_sub)
-    noop_patch = next(r["patch"] for r in rows if r["policy"] == "noop")
-    bad = copy.deepcopy(template_sub)
-    bad["episodes"][i]["patch"] = noop_patch  # claims the template's reward for a no-op
-    verdict = verify_submission(bad)
-    assert not verdict.accepted
-    assert verdict.message.startswith(f"rejected: episode {i} (seed {i}): reward: claimed ")
-    assert verdict.message.endswith("recomputed 0.0")
-
-
-def test_swapped_task_id_is_rejected(template_sub: dict) -> None:
-    bad = copy.deepcopy(template_sub)
-    others = [e["batch"][0] for e in bad["episodes"][1:]]
-    swap = next(t for t in others if t not in bad["episodes"][0]["batch"])
-    bad["episodes"][0]["batch"][0] = swap
-    verdict = verify_submission(bad)
-    assert verdict.message.startswith("rejected: episode 0 (seed 0): batch_digest: claimed "), verdict.message
-    bad["episodes"][0]["batch"][0] = "gen-test:no-such-task"
-    verdict = verify_submission(bad)
-    assert verdict.message == "rejected: episode 0 (seed 0): batch: claimed gen-test:no-such…, recomputed not in split"
-
-
-def test_cli_rejects_with_one_line_and_exit_1(template_sub: dict, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    bad = copy.deepcopy(template_sub)
-    bad["episodes"][0]["claimed"]["baseline_score"] = 0.123
-    path = save_submission(bad, tmp_path / "bad.json")
-    assert lb_main(["leaderboard", "verify", "-q", str(path)]) == 1
-    err = capsys.readouterr().err.strip()
-    assert err == f"{path}: rejected: episode 0 (seed 0): baseline_score: claimed 0.123, recomputed " \
-                  f"{template_sub['episodes'][0]['claimed']['baseline_score']!r}"
-
-
-@pytest.mark.parametrize(("mutate", "expected"), [
-    (lambda s: s.pop("seeds"), "schema: $: missing required field 'seeds'"),
-    (lambda s: s["episodes"][0]["claimed"].update(reward="0.1"), "schema: $.episodes[0].claimed.reward: expected number, got string"),
-    (lambda s: s["episodes"][1].update(packet_sha256="abc"), "schema: $.episodes[1].packet_sha256: expected a string matching"),
-    (lambda s: s.update(extra=1), "schema: $: unknown field 'extra'"),
-    (lambda s: s["env"].update(id="DBBench"), "schema: $.env.id: expected a string matching"),
-])
-def test_schema_errors_are_one_line(template_sub: dict, tmp_path: Path, capsys: pytest.CaptureFixture, mutate, expected: str) -> None:
-    bad = copy.deepcopy(template_sub)
-    mutate(bad)
-    with pytest.raises(SubmissionError, match="^" + expected.replace("[", r"\[").replace("$", r"\$").replace(".", r"\.")):
-        validate(bad)
-    path = save_submission(bad, tmp_path / "bad.json")
-    assert lb_main(["leaderboard", "verify", "-q", str(path)]) == 1
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and expected in err
-    (tmp_path / "torn.json").write_text("{", encoding="utf-8")
-    assert lb_main(["leaderboard", "verify", "-q", str(tmp_path / "torn.json")]) == 1
-    assert "not valid JSON" in capsys.readouterr().err
-
-
-def test_published_schema_matches_checker(template_sub: dict) -> None:
-    assert (ROOT / "leaderboards" / "schema" / "submission.schema.json").read_text(encoding="utf-8") == schema_text()
+def _rejected(sub: dict, *, starts: str) -> str:
+    """verify's one-line reason (schema errors raise, protocol and rerun errors are verdicts)."""
     try:
-        import jsonschema
-    except ImportError:
-        return  # the hand-written checker is the one that runs; jsonschema only cross-checks it
-    jsonschema.Draft202012Validator.check_schema(SCHEMA)
-    jsonschema.Draft202012Validator(SCHEMA).validate(template_sub)
+        verdict = verify_submission(sub)
+    except SubmissionError as exc:
+        message = f"rejected: {exc}"
+    else:
+        assert verdict.outcome == REJECTED, verdict.message
+        message = verdict.message
+    assert "\n" not in message
+    assert message.startswith(starts), message
+    return message
 
 
-def test_committed_submissions_are_valid() -> None:
-    from harness_gym.leaderboard import load_submission
-
-    subs = sorted((ROOT / "leaderboards" / "submissions").glob("*.json"))
-    for path in subs:
-        load_submission(path)  # verifying them all is the maintainers' job (minutes), not a unit test's
+def _best(sub: dict) -> int:
+    return max(range(len(sub["episodes"])), key=lambda i: sub["episodes"][i]["claimed"]["reward"])
 
 
-def _fake(name: str, same: list[float], held: list[float] | None) -> dict:
-    eps = [{"seed": i, "batch": ["gen-test:1"], "batch_digest": "0" * 64, "packet_sha256": "0" * 64, "patch": "",
-            "patch_valid": True, "claimed": {"reward": r, "baseline_score": 0.5, "patched_score": 0.5 + r,
-                                             "heldout_delta": None if held is None else held[i]}}
-           for i, r in enumerate(same)]
-    return {"format": "harness-gym-submission-v1", "name": name, "policy": name,
-            "env": {"id": ENV, "version": 0, "kwargs": {"batch_size": 1, "heldout_batch_size": 1 if held else 0}},
-            "package": {"name": "harness-gym", "version": "0.1.0"}, "target": {"model": "sim", "sampling": {"temperature": 0.0}},
-            "seeds": list(range(len(same))), "attempts": 1, "verified": False, "episodes": eps}
+# --- an honest submission ---------------------------------------------------------------------
+
+def test_honest_submission_verifies_exactly(honest: dict) -> None:
+    assert [e["seed"] for e in honest["episodes"]] == TABLE.seeds
+    assert honest["env"]["kwargs"] == TABLE.env_kwargs() and "verified" not in honest
+    assert any(e["claimed"]["reward"] != 0 for e in honest["episodes"]), "template should move some batch"
+    verdict = verify_submission(honest)
+    assert verdict.outcome == REPRODUCED and verdict.episodes_checked == TABLE.episodes, verdict.message
+    assert verdict.message == f"accepted: t-template on {TABLE.key}: {TABLE.episodes} episodes reproduce exactly"
 
 
-def test_render_ranks_on_heldout_delta(tmp_path: Path) -> None:
-    # "overfit" wins on the same batch but loses held out; "no-heldout" has no held-out numbers
-    for sub in (_fake("overfit", [0.5, 0.5], [0.0, 0.1]), _fake("general", [0.2, 0.3], [0.2, 0.2]),
-                _fake("no-heldout", [0.9, 0.9], None)):
-        save_submission(sub, tmp_path / "submissions" / f"{sub['name']}.json")
+def test_submit_refuses_rows_from_other_settings(rows: list[dict], tmp_path: Path) -> None:
+    from harness_gym.bench import run_bench
+
+    other = run_bench([ENV], ["template"], TABLE.episodes, tmp_path / "b.jsonl", progress=False,
+                      env_kwargs={"batch_size": 6, "heldout_batch_size": TABLE.heldout_batch_size}).rows
+    with pytest.raises(SubmissionError, match=r"^bench row seed 0: its batch is not the one table .* draws"):
+        build_submission(other, name="x", policy="template", env_id=ENV)
+    no_heldout = [{**r, "heldout_delta": None} for r in rows]
+    with pytest.raises(SubmissionError, match=r"^bench rows have no held-out deltas; table .* needs --heldout-batch-size 10"):
+        build_submission(no_heldout, name="x", policy="template", env_id=ENV)
+    with pytest.raises(SubmissionError, match=r"lack seeds \[5, 6, 7, 8, 9\]; table .* needs seeds 0–9: run `harness-gym bench"):
+        build_submission([r for r in rows if r["seed"] < 5], name="x", policy="template", env_id=ENV)
+    with pytest.raises(SubmissionError, match=r"^no leaderboard for env 'HarnessEdit-DBBench-v0' with target 'vllm'"):
+        build_submission(rows, name="x", policy="template", env_id=ENV, target="vllm")
+
+
+# --- forged submissions, one test per class --------------------------------------------------
+
+def test_best_episode_copied_under_one_seed(forge: Callable) -> None:
+    def copy_best(s: dict) -> None:
+        s["episodes"] = [copy.deepcopy(s["episodes"][_best(s)]) for _ in s["episodes"]]
+    msg = _rejected(forge(copy_best), starts="rejected: episode ")
+    assert "repeats episode 0's" in msg or "runs seed" in msg
+
+
+def test_best_episode_copied_under_every_seed(forge: Callable, honest: dict) -> None:
+    best = _best(honest)
+
+    def relabel(s: dict) -> None:
+        s["episodes"] = [{**copy.deepcopy(s["episodes"][best]), "seed": seed} for seed in TABLE.seeds]
+    other = next(i for i in range(TABLE.episodes) if i != best)
+    msg = _rejected(forge(relabel), starts=f"rejected: episode {min(other, 1 if best == 0 else 0)} (seed ")
+    assert ": batch: claimed [" in msg and "the env draws" in msg
+
+
+def test_duplicated_and_skipped_seeds(forge: Callable) -> None:
+    _rejected(forge(lambda s: s["episodes"][3].update(seed=2)), starts="rejected: episode 3: seed 2 repeats episode 2's")
+    _rejected(forge(lambda s: s["episodes"][3].update(seed=17)),
+              starts="rejected: episode 3: seed 17, but table HarnessEdit-DBBench-v0/sim's episode 3 runs seed 3")
+    _rejected(forge(lambda s: s["episodes"].reverse()), starts="rejected: episode 0: seed 9, but")
+
+
+def test_hand_picked_task_ids_with_honest_numbers(honest: dict) -> None:
+    """A forger resets on chosen task ids (the env allows it) and claims exactly what that batch scores."""
+    picked = list(dict.fromkeys(t for e in honest["episodes"] for t in e["batch"][:2]))[: TABLE.batch_size]
+    forged = copy.deepcopy(honest)
+    env = make_env(TABLE)
+    try:
+        obs, info = env.reset(seed=0, options={"task_ids": picked})
+        _, reward, _, _, sinfo = env.step(forged["episodes"][0]["patch"])
+    finally:
+        env.close()
+    forged["episodes"][0].update(batch=picked, batch_digest=info["batch_digest"], packet_sha256=packet_sha256(obs),
+                                 claimed={"reward": reward, "baseline_score": sinfo["baseline_score"],
+                                          "patched_score": sinfo["patched_score"], "heldout_delta": sinfo["heldout_delta"]})
+    msg = _rejected(forged, starts="rejected: episode 0 (seed 0): batch: claimed [")
+    assert "batches are not chosen, they are the seed's draw" in msg
+
+
+def test_other_split(forge: Callable) -> None:
+    _rejected(forge(lambda s: s["env"]["kwargs"].update(split="train")),
+              starts="rejected: env.kwargs.split: table HarnessEdit-DBBench-v0/sim fixes 'test', the submission ran 'train'")
+
+
+@pytest.mark.parametrize(("key", "value"), [("batch_size", 6), ("heldout_batch_size", 0), ("heldout_batch_size", 3),
+                                            ("backend", "mysql"), ("metric", "success")])
+def test_other_env_settings(forge: Callable, key: str, value: Any) -> None:
+    _rejected(forge(lambda s: s["env"]["kwargs"].update({key: value})), starts=f"rejected: env.kwargs.{key}: table ")
+
+
+def test_batch_of_other_size_under_the_right_kwargs(forge: Callable) -> None:
+    _rejected(forge(lambda s: s["episodes"][4]["batch"].pop()),
+              starts="rejected: episode 4: batch of 9 tasks, table HarnessEdit-DBBench-v0/sim runs batches of 10")
+
+
+def test_too_few_and_too_many_episodes(forge: Callable) -> None:
+    _rejected(forge(lambda s: s.update(episodes=s["episodes"][:3])),
+              starts="rejected: too few episodes: 3, table HarnessEdit-DBBench-v0/sim takes exactly 10 (seeds 0–9")
+    extra = lambda s: s["episodes"].append({**copy.deepcopy(s["episodes"][0]), "seed": 10})  # noqa: E731
+    _rejected(forge(extra), starts="rejected: too many episodes: 11")
+
+
+@pytest.mark.parametrize("kwarg", [{"data_dir": "/tmp/easy"}, {"max_edits": 5}, {"sandbox_isolation": "process"},
+                                   {"target": "openai:http://attacker:8000/v1#m"}, {"invalid_patch_reward": 0.0}])
+def test_unknown_env_kwarg(forge: Callable, kwarg: dict) -> None:
+    (name,) = kwarg
+    msg = _rejected(forge(lambda s: s["env"]["kwargs"].update(kwarg)), starts="rejected: schema: $.env.kwargs: ")
+    assert f"'{name}' was unexpected" in msg
+
+
+@pytest.mark.parametrize(("model", "starts"), [
+    ("vllm", "rejected: no leaderboard for env 'HarnessEdit-DBBench-v0' with target 'vllm'"),
+    ("openai:http://attacker:8000/v1#m", "rejected: schema: $.target.model: "),
+])
+def test_target_swap(forge: Callable, model: str, starts: str) -> None:
+    _rejected(forge(lambda s: s["target"].update(model=model)), starts=starts)
+
+
+def test_other_env_id(forge: Callable) -> None:
+    _rejected(forge(lambda s: s["env"].update(id="HarnessEdit-Easy-v0")),
+              starts="rejected: no leaderboard for env 'HarnessEdit-Easy-v0' with target 'sim'")
+    _rejected(forge(lambda s: s["env"].update(id="os:HarnessEdit-DBBench-v0")), starts="rejected: schema: $.env.id: ")
+
+
+@pytest.mark.parametrize(("key", "value"), [("temperature", 0.7), ("top_p", 0.5), ("max_tokens", 99999)])
+def test_other_sampling(forge: Callable, key: str, value: Any) -> None:
+    _rejected(forge(lambda s: s["target"]["sampling"].update({key: value})), starts=f"rejected: target.sampling.{key}: ")
+
+
+def test_forged_version(forge: Callable) -> None:
+    import harness_gym
+
+    _rejected(forge(lambda s: s["package"].update(version="9.9.9")),
+              starts=f"rejected: package.version 9.9.9 is newer than the verifier's harness-gym {harness_gym.__version__}")
+    _rejected(forge(lambda s: s["package"].update(version=harness_gym.__version__ + ".post1")), starts="rejected: package.version ")
+    _rejected(forge(lambda s: s["package"].update(version="1.x!!")), starts="rejected: package.version '1.x!!' is not a PEP 440")
+    verdict = verify_submission(forge(lambda s: s["package"].update(version="0.0.1")))
+    assert verdict.outcome == OTHER_VERSION, verdict.message
+    assert verdict.message.endswith(f"(submitted as harness-gym 0.0.1, reproduced with {harness_gym.__version__})")
+
+
+def test_self_set_verified_flag(forge: Callable, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    _rejected(forge(lambda s: s.update(verified=True)),
+              starts="rejected: $.verified: a submission may not carry its own verified flag")
+    path = save_submission(forge(lambda s: s.update(verified=True, name="v")), tmp_path / "v.json")
+    assert lb_main(["leaderboard", "verify", "-q", str(path)]) == 1
+    assert capsys.readouterr().err.startswith(f"{path}: rejected: $.verified: ")
+
+
+@pytest.mark.parametrize(("field", "delta"), [("reward", 0.5), ("baseline_score", -0.1), ("patched_score", 0.05),
+                                              ("heldout_delta", 0.1)])
+def test_tampered_numbers(forge: Callable, honest: dict, field: str, delta: float) -> None:
+    i = _best(honest)
+    truth = honest["episodes"][i]["claimed"][field]
+    msg = _rejected(forge(lambda s: s["episodes"][i]["claimed"].update({field: truth + delta})),
+                    starts=f"rejected: episode {i} (seed {i}): {field}: claimed ")
+    assert msg.endswith(f"recomputed {truth!r}")
+
+
+def test_tampered_patch_validity_and_patch(forge: Callable, honest: dict, rows: list[dict]) -> None:
+    i = _best(honest)
+    _rejected(forge(lambda s: s["episodes"][i].update(patch_valid=False)), starts=f"rejected: episode {i} (seed {i}): patch_valid: ")
+    noop = next(r["patch"] for r in rows if r["policy"] == "noop")
+    msg = _rejected(forge(lambda s: s["episodes"][i].update(patch=noop)), starts=f"rejected: episode {i} (seed {i}): reward: ")
+    assert msg.endswith("recomputed 0.0")
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    (b'{"a": NaN}', "NaN is not a number JSON allows"),
+    (b'{"name": "a", "name": "b"}', "key 'name' appears twice"),
+    (b"\xff\xfe{", "not valid UTF-8 JSON"),
+    (b"{", "not valid UTF-8 JSON"),
+])
+def test_unreadable_files(tmp_path: Path, text: bytes, expected: str) -> None:
+    path = tmp_path / "x.json"
+    path.write_bytes(text)
+    with pytest.raises(SubmissionError, match=f"^{path}: .*{expected}"):
+        load_submission(path)
+
+
+def test_symlinks_and_huge_files_are_refused(tmp_path: Path) -> None:
+    (tmp_path / "x.json").symlink_to("/etc/hostname")
+    with pytest.raises(SubmissionError, match="a symbolic link; a submission is a plain file"):
+        load_submission(tmp_path / "x.json")
+    (tmp_path / "big.json").write_bytes(b" " * (8 * 1024 * 1024 + 1))
+    with pytest.raises(SubmissionError, match="8388609 bytes; a submission is at most 8388608 bytes"):
+        load_submission(tmp_path / "big.json")
+
+
+def test_name_must_be_the_file_name(honest: dict, tmp_path: Path) -> None:
+    path = save_submission(honest, tmp_path / "other.json")
+    with pytest.raises(SubmissionError, match="name 't-template' differs from the file name"):
+        load_submission(path)
+
+
+HOSTILE_HOOK = '''def hook(ctx, nb):
+    nb["n"] = nb.get("n", 0) + 1
+    return {"type": "block_and_prompt", "message": "HOSTILE-MARKER blocked " + str(nb["n"])}
+'''
+ESCAPE_HOOK = '''def hook(ctx, nb):
+    import os
+    os.system("touch {marker}")
+    return None
+'''
+
+
+def _hr1(code_text: str) -> str:
+    body = {"schema_version": "harness-r1-patch-v1", "benchmark": "dbbench", "description": "hostile",
+            "actions": [{"type": "add_code_hook", "hook": "on_before_action", "code": code_text}]}
+    return json.dumps(body)
+
+
+def test_hostile_patches_verify_exactly_and_run_only_in_the_sandbox(honest: dict, tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Honest claims for hostile patches reproduce, but their code never runs in the verifier's process."""
+    marker = tmp_path / "escaped"
+    patches = [_hr1(HOSTILE_HOOK), _hr1(ESCAPE_HOOK.format(marker=marker))]
+    forged = copy.deepcopy(honest)
+    env = make_env(TABLE)
+    try:
+        for i, patch in enumerate(patches):
+            env.reset(seed=i)
+            _, reward, _, _, sinfo = env.step(patch)
+            forged["episodes"][i].update(patch=patch, patch_valid=sinfo["patch_valid"],
+                                         claimed={"reward": reward, "baseline_score": sinfo["baseline_score"],
+                                                  "patched_score": sinfo["patched_score"],
+                                                  "heldout_delta": sinfo.get("heldout_delta")})
+    finally:
+        env.close()
+    assert forged["episodes"][0]["patch_valid"] and forged["episodes"][0]["claimed"]["reward"] < 0, "the hook ran"
+    assert not forged["episodes"][1]["patch_valid"], "the policy rejects an import"
+    seen: list[str] = []
+    real_exec, real_eval, real_compile = builtins.exec, builtins.eval, builtins.compile
+
+    def spy(real: Callable) -> Callable:
+        def call(source: Any, *args: Any, **kwargs: Any) -> Any:
+            only_ast = (args[2] if len(args) > 2 else kwargs.get("flags", 0)) & ast.PyCF_ONLY_AST if real is real_compile else 0
+            if not only_ast and "MARKER" in str(source) + str(getattr(source, "co_consts", "")):
+                seen.append(real.__name__)
+            return real(source, *args, **kwargs)
+        return call
+
+    for name, real in (("exec", real_exec), ("eval", real_eval), ("compile", real_compile)):
+        monkeypatch.setattr(builtins, name, spy(real))
+    verdict = verify_submission(forged, limit=2)
+    monkeypatch.undo()
+    assert verdict.accepted and verdict.episodes_checked == 2, verdict.message
+    assert seen == [], f"hook code reached {seen} in the verifier's process"
+    assert not marker.exists()
+
+
+def test_leaderboard_code_never_executes_or_unpickles() -> None:
+    """No module of the leaderboard package calls exec/eval/compile, pickle, marshal or imports by name."""
+    banned_calls = {"exec", "eval", "compile", "__import__", "import_module", "loads", "load"}
+    for path in sorted((ROOT / "harness_gym" / "leaderboard").glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                names = [a.name for a in node.names] + [getattr(node, "module", None) or ""]
+                assert not {"pickle", "marshal", "shelve", "dill", "importlib", "yaml"} & set(names), (path.name, names)
+            if isinstance(node, ast.Call):
+                fn = node.func
+                name = fn.id if isinstance(fn, ast.Name) else fn.attr if isinstance(fn, ast.Attribute) else ""
+                owner = fn.value.id if isinstance(fn, ast.Attribute) and isinstance(fn.value, ast.Name) else ""
+                if name in ("loads", "load"):
+                    assert owner == "json", f"{path.name}:{node.lineno}: {owner}.{name}"
+                else:
+                    assert name not in banned_calls, f"{path.name}:{node.lineno}: {name}"
+
+
+# --- records and render ----------------------------------------------------------------------------
+
+def _tree(tmp_path: Path, subs: list[dict]) -> list[Path]:
+    return [save_submission(s, tmp_path / "submissions" / f"{s['name']}.json") for s in subs]
+
+
+def _fake(name: str, same: list[float], held: list[float] | None, policy: str | None = None) -> dict:
+    eps = [{"seed": TABLE.base_seed + i, "batch": [f"gen-test:{j}" for j in range(TABLE.batch_size)],
+            "batch_digest": "0" * 64, "packet_sha256": "0" * 64, "patch": "", "patch_valid": True,
+            "claimed": {"reward": same[i % len(same)], "baseline_score": 0.5, "patched_score": 0.5,
+                        "heldout_delta": None if held is None else held[i % len(held)]}}
+           for i in range(TABLE.episodes)]
+    return {"format": "harness-gym-submission-v2", "name": name, "policy": policy or name,
+            "env": {"id": ENV, "kwargs": TABLE.env_kwargs()},
+            "package": {"name": "harness-gym", "version": "0.1.0"},
+            "target": {"model": "sim", "sampling": {"temperature": 0.0, "top_p": 1.0, "max_tokens": 4096}},
+            "attempts": 1, "episodes": eps}
+
+
+def test_render_ranks_per_table_on_heldout_delta(tmp_path: Path) -> None:
+    _tree(tmp_path, [_fake("overfit", [0.5], [0.0, 0.1]), _fake("general", [0.2, 0.3], [0.2]), _fake("no-heldout", [0.9], None)])
     written = render(tmp_path)
-    assert [p.name for p in written] == ["README.md", f"{ENV}.md"]
-    page = (tmp_path / f"{ENV}.md").read_text(encoding="utf-8")
+    assert [p.name for p in written] == ["README.md"] + [f"{p.slug}.md" for p in TABLES]
+    page = (tmp_path / f"{TABLE.slug}.md").read_text(encoding="utf-8")
     ranked = [line.split("|")[2].strip() for line in page.splitlines() if line.startswith("| ") and line[2].isdigit()]
     assert ranked == ["[general](submissions/general.json)", "[overfit](submissions/overfit.json)",
                       "[no-heldout](submissions/no-heldout.json)"]
-    assert "same-batch Δ (no held-out numbers)" in page
-    assert "+0.200 [+0.200, +0.200]" in page  # general's held-out Δ with its CI
-    assert "## [HarnessEdit-DBBench-v0](HarnessEdit-DBBench-v0.md)" in (tmp_path / "README.md").read_text(encoding="utf-8")
-    assert json.loads((tmp_path / "submissions" / "general.json").read_text())["name"] == "general"
+    assert "+0.200 [+0.200, +0.200]" in page and "same-batch Δ (no held-out numbers)" in page
+    assert "No submissions yet." in (tmp_path / "HarnessEdit-DBBench-v0--smol.md").read_text(encoding="utf-8")
+    readme = (tmp_path / "README.md").read_text(encoding="utf-8")
+    assert "## Protocol" in readme and "base_seed + i" in readme
 
 
-@pytest.mark.parametrize(
-    "path", sorted((ROOT / "leaderboards" / "submissions").glob("*.json")), ids=lambda p: p.stem
-)
-def test_committed_baseline_entries_still_verify(path: Path) -> None:
-    """The first episode of every committed entry reproduces exactly (a drift guard; full verify is the CLI's)."""
-    from harness_gym.leaderboard import load_submission
-    from harness_gym.leaderboard.verify import verify_submission
+def test_check_mark_needs_a_record_matching_the_exact_bytes(tmp_path: Path, honest: dict) -> None:
+    from harness_gym.leaderboard.verify import Verdict
 
-    verdict = verify_submission(load_submission(path), limit=1)
-    assert verdict.accepted, verdict
+    (path,) = _tree(tmp_path, [{**copy.deepcopy(honest), "name": "h"}])
+    sub = load_submission(path)
+    assert status(tmp_path, sub, TABLE).state == "unverified"
+    write_record(tmp_path, sub, Verdict(REPRODUCED, TABLE.episodes, "accepted: h", TABLE.key), TABLE)
+    assert status(tmp_path, sub, TABLE).state == "verified"
+    render(tmp_path)
+    assert "| ✓ |" in (tmp_path / f"{TABLE.slug}.md").read_text(encoding="utf-8")
+    data = json.loads(path.read_text())
+    data["episodes"][0]["claimed"]["reward"] += 0.25  # edited after its rerun
+    path.write_text(json.dumps(data, indent=1), encoding="utf-8")
+    assert status(tmp_path, load_submission(path), TABLE).state == "stale"
+    render(tmp_path)
+    page = (tmp_path / f"{TABLE.slug}.md").read_text(encoding="utf-8")
+    ranking = page.split("| rank |")[1].split("## Submissions")[0]
+    assert "✓" not in ranking and "changed since its rerun" in ranking
+    assert replace(TABLE, note="reworded").digest() == TABLE.digest()
+    assert replace(TABLE, heldout_batch_size=5).digest() != TABLE.digest()  # new rules drop every ✓
+
+
+def test_cli_record_and_render(tmp_path: Path, honest: dict, capsys: pytest.CaptureFixture) -> None:
+    good = {**copy.deepcopy(honest), "name": "good"}
+    bad = copy.deepcopy(good)
+    bad["name"] = "bad"
+    bad["episodes"][0]["claimed"]["baseline_score"] = 0.123
+    paths = _tree(tmp_path, [good, bad])
+    assert lb_main(["leaderboard", "verify", "-q", "--limit", "1", "--record", "--dir", str(tmp_path), str(paths[0])]) == 2
+    capsys.readouterr()
+    assert lb_main(["leaderboard", "verify", "-q", "--record", "--dir", str(tmp_path), *map(str, paths)]) == 1
+    out = capsys.readouterr()
+    assert f"{paths[1]}: rejected: episode 0 (seed 0): baseline_score: claimed 0.123, recomputed " in out.err
+    assert out.err.count("\n") == 1
+    records = {p.stem: json.loads(p.read_text()) for p in (tmp_path / "verified").glob("*.json")}
+    assert records["good"]["outcome"] == REPRODUCED and records["bad"]["outcome"] == REJECTED
+    assert lb_main(["leaderboard", "render", "--dir", str(tmp_path)]) == 0
+    page = (tmp_path / f"{TABLE.slug}.md").read_text(encoding="utf-8")
+    assert "| 1 | [good](submissions/good.json) |" in page and "| – | [bad](submissions/bad.json) |" in page
+    assert "✗ rejected" in page
+
+
+HOSTILE = [
+    "evil | x | y",
+    "<script>alert(1)</script>",
+    "<img src=x onerror=alert(1)>",
+    "[click](http://evil.example/)",
+    "![pixel](http://evil.example/p.png)",
+    "see www.evil.example and https://evil.example/x and a@evil.example",
+    "`code` ``x`` \\| \\\\| end\\",
+    "a\u2028b\u202ec\u200bd\ufeffe",
+    "&lt;script&gt; &#124; **bold** _em_ ~~s~~",
+]
+
+
+@pytest.mark.parametrize("text", HOSTILE)
+def test_code_spans_are_inert(text: str) -> None:
+    s = code(text)
+    assert s.startswith("`") and s.endswith("`") and s.count("`") == 2
+    assert not set("|\\\n\r\u2028\u2029\u202e\u200b\ufeff") & set(s)
+
+
+def test_render_hostile_strings_under_githubs_renderer(tmp_path: Path) -> None:
+    """Render submissions with hostile policy names and descriptions; GitHub's cmark-gfm sees exactly our table."""
+    from support import require_modules
+
+    require_modules("cmarkgfm", install="pip install cmarkgfm  (in the test extra)")
+    import cmarkgfm
+    from cmarkgfm.cmark import Options
+
+    subs = []
+    for i, text in enumerate(HOSTILE):
+        sub = _fake(f"h{i}", [0.1 * i], [0.1 * i], policy=text.replace("\u2028", " ").replace("\u202e", " "))
+        sub["description"] = sub["policy"]
+        validate(sub)
+        subs.append(sub)
+    newline_name = _fake("nl", [0.0], [0.0], policy="a\n| 1 | forged |")
+    with pytest.raises(SubmissionError, match=r"^schema: \$\.policy: "):
+        validate(newline_name)
+    _tree(tmp_path, subs)
+    render(tmp_path)
+    for page in (tmp_path / f"{TABLE.slug}.md", tmp_path / "README.md"):
+        html = cmarkgfm.github_flavored_markdown_to_html(page.read_text(encoding="utf-8"), options=Options.CMARK_OPT_UNSAFE)
+        assert "<script" not in html and "<img" not in html and "evil.example/" not in html.split("<code>")[0]
+        hrefs = [h.split('"')[0] for h in html.split('href="')[1:]]
+        assert all(not h.startswith(("http", "mailto", "www")) and "evil" not in h for h in hrefs), hrefs
+        # the page's ranking is its first table; in README.md the one after the table's heading
+        after = html.split(f'href="{TABLE.slug}.md">')[-1] if page.name == "README.md" else html
+        table_html = after.split("<table>")[1].split("</table>")[0]
+        body_rows = table_html.split("<tbody>")[1].split("<tr>")[1:]
+        assert len(body_rows) == len(HOSTILE)
+        assert all(r.count("<td") == 10 for r in body_rows), body_rows
+    page = (tmp_path / f"{TABLE.slug}.md").read_text(encoding="utf-8")
+    assert "`<script>alert(1)</script>`" in page  # shown, as text
+
+
+# --- the published files -------------------------------------------------------------------------
+
+def test_published_schema_and_protocol_match_the_code() -> None:
+    import jsonschema
+
+    assert (ROOT / "leaderboards" / "schema" / "submission.schema.json").read_text(encoding="utf-8") == schema_text()
+    assert (ROOT / "leaderboards" / "protocol.json").read_text(encoding="utf-8") == protocol_text()
+    jsonschema.Draft202012Validator.check_schema(SCHEMA)
+
+
+def test_committed_submissions_keep_the_protocol_and_have_records() -> None:
+    """Every committed entry keeps its table's protocol and carries a ✓ record of its exact bytes."""
+    subs = sorted((ROOT / "leaderboards" / "submissions").glob("*.json"))
+    assert subs, "the baseline entries are committed"
+    for path in subs:
+        sub = load_submission(path)
+        assert protocol_violation(sub.data) is None, path
+        assert status(ROOT / "leaderboards", sub, table_for(sub.data["env"]["id"], "sim")).state == "verified", path
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "leaderboards" / "submissions").glob("*.json")), ids=lambda p: p.stem)
+def test_committed_entries_still_reproduce(path: Path) -> None:
+    """The first episode of every committed entry reproduces exactly (a drift guard; the full rerun is verify's)."""
+    verdict = verify_submission(load_submission(path).data, limit=1)
+    assert verdict.accepted, verdict.message

@@ -1,7 +1,8 @@
-"""``harness-gym leaderboard submit | verify | render | schema``.
+"""``harness-gym leaderboard submit | verify | render | protocol | schema | rebuild-baselines``.
 
-Exit codes: 0 ok; 1 a submission was rejected (a claim does not reproduce, or the file
-breaks the schema) — the reason is one line on stderr; 2 a usage or configuration error.
+Exit codes: 0 ok; 1 a submission was rejected (it breaks the schema or its table's protocol,
+or a claim does not reproduce) — the reason is one line on stderr; 2 a usage or
+configuration error.
 """
 from __future__ import annotations
 
@@ -20,41 +21,51 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     s = sub.add_parser("submit", help="build a submission from `harness-gym bench` rows")
     s.add_argument("--from", dest="source", type=Path, default=Path("runs/bench.jsonl"), help="bench JSON lines")
     s.add_argument("--policy", required=True, help="policy name in the bench rows")
-    s.add_argument("--env", default=None, help="env id (needed when the rows cover several envs)")
-    s.add_argument("--name", default=None, help="submission name (default: the --out file stem)")
-    s.add_argument("--out", type=Path, required=True, help="e.g. leaderboards/submissions/NAME.json")
-    s.add_argument("--target", default="sim", help="the target the bench ran with")
-    s.add_argument("--split", default=None)
-    s.add_argument("--heldout-batch-size", type=int, default=0, help="the bench's --heldout-batch-size")
-    s.add_argument("--data-dir", default=None)
-    s.add_argument("--backend", default=None)
+    s.add_argument("--env", required=True, help="env id of the table")
+    s.add_argument("--target", default="sim", help="target of the table (sim, smol)")
+    s.add_argument("--out", type=Path, required=True, help="leaderboards/submissions/NAME.json (NAME becomes the name)")
     s.add_argument("--attempts", type=int, default=1, help="patches scored per packet before submitting one")
-    s.add_argument("--description", default=None)
+    s.add_argument("--description", default=None, help="one line, shown on the table's page")
+    s.add_argument("-q", "--quiet", action="store_true")
 
-    v = sub.add_parser("verify", help="rerun a submission's patches and accept only matching claims")
+    v = sub.add_parser("verify", help="check a submission against its protocol and rerun its patches")
     v.add_argument("submission", type=Path, nargs="+")
-    v.add_argument("--tolerance", type=float, default=0.0, help="allowed |claimed − recomputed| (0 = exact; >0 for real models)")
-    v.add_argument("--limit", type=int, default=None, help="check only the first N episodes (a quick pre-check)")
-    v.add_argument("--mark-verified", action="store_true", help="maintainers: set verified=true in files that pass in full")
+    v.add_argument("--limit", type=int, default=None, help="check only the first N episodes (a quick pre-check; no record)")
+    v.add_argument("--record", action="store_true",
+                   help="maintainers: write DIR/verified/<name>.json with the outcome of the full rerun")
+    v.add_argument("--dir", type=Path, default=Path("leaderboards"), help="leaderboards folder (for --record)")
     v.add_argument("-q", "--quiet", action="store_true")
 
-    r = sub.add_parser("render", help="write leaderboards/README.md and leaderboards/<env>.md")
+    r = sub.add_parser("render", help="write leaderboards/README.md and one page per table")
     r.add_argument("--dir", type=Path, default=Path("leaderboards"))
+
+    p = sub.add_parser("protocol", help="print (or --write) every table's protocol as JSON")
+    p.add_argument("--write", type=Path, default=None)
 
     sc = sub.add_parser("schema", help="print (or --write) the submission JSON schema")
     sc.add_argument("--write", type=Path, default=None)
+
+    rb = sub.add_parser("rebuild-baselines", help="bench, submit, verify --record and render the built-in policies")
+    rb.add_argument("--target", default="sim", help="rebuild every table of this target")
+    rb.add_argument("--env", default=None, help="comma-separated env ids (default: all tables of the target)")
+    rb.add_argument("--policy", default=None, help="comma-separated policies (default: the five built-in baselines)")
+    rb.add_argument("--dir", type=Path, default=Path("leaderboards"))
+    rb.add_argument("--runs", type=Path, default=Path("runs/leaderboard"), help="where the bench rows go")
+    rb.add_argument("--resume", action="store_true", help="keep finished bench rows (same code only)")
     return lb
 
 
 def run(args: argparse.Namespace) -> int:
+    from harness_gym.leaderboard.schema import SubmissionError
+
     try:
         return _COMMANDS[args.leaderboard_command](args)
+    except SubmissionError as exc:
+        print(f"harness-gym leaderboard: rejected: {exc}", file=sys.stderr)
+        return 1
     except HarnessGymError as exc:
-        # schema violations and unreadable files are rejections (1); config errors are usage errors (2)
-        from harness_gym.leaderboard.schema import SubmissionError
-
         print(f"harness-gym leaderboard: {exc}", file=sys.stderr)
-        return 1 if isinstance(exc, SubmissionError) and args.leaderboard_command == "verify" else 2
+        return 2
 
 
 def _say(args: argparse.Namespace, text: str) -> None:
@@ -63,45 +74,49 @@ def _say(args: argparse.Namespace, text: str) -> None:
 
 
 def _submit(args: argparse.Namespace) -> int:
-    from harness_gym.leaderboard.submission import (
-        build_submission,
-        read_rows,
-        save_submission,
-    )
+    from harness_gym.leaderboard.submission import build_submission, read_rows, save_submission
 
-    kwargs = {"split": args.split, "heldout_batch_size": args.heldout_batch_size, "data_dir": args.data_dir,
-              "backend": args.backend}
-    sub = build_submission(read_rows(args.source), name=args.name or args.out.stem, policy=args.policy, env_id=args.env,
-                           target=args.target, env_kwargs=kwargs, attempts=args.attempts, description=args.description,
+    sub = build_submission(read_rows(args.source), name=args.out.stem, policy=args.policy, env_id=args.env,
+                           target=args.target, attempts=args.attempts, description=args.description,
                            progress=lambda m: _say(args, m))
     save_submission(sub, args.out)
-    print(f"wrote {args.out} ({len(sub['episodes'])} episodes of {sub['policy']} on {sub['env']['id']}); "
+    print(f"wrote {args.out} ({len(sub['episodes'])} episodes of {sub['policy']} on {args.env}/{args.target}); "
           f"check it with: harness-gym leaderboard verify {args.out}")
     return 0
 
 
 def _verify(args: argparse.Namespace) -> int:
+    from harness_gym.leaderboard.protocol import table_for
+    from harness_gym.leaderboard.records import record_path, write_record
     from harness_gym.leaderboard.schema import SubmissionError
-    from harness_gym.leaderboard.submission import load_submission, save_submission
-    from harness_gym.leaderboard.verify import verify_submission
+    from harness_gym.leaderboard.submission import load_submission
+    from harness_gym.leaderboard.verify import REJECTED, Verdict, verify_submission
 
+    if args.record and args.limit is not None:
+        print("harness-gym leaderboard: --record needs the full rerun; drop --limit", file=sys.stderr)
+        return 2
     status = 0
     for path in args.submission:
         try:
+            if args.record:
+                record_path(args.dir, path)  # refuse a file outside DIR/submissions before rerunning it
             sub = load_submission(path)
-            verdict = verify_submission(sub, tolerance=args.tolerance, limit=args.limit, progress=lambda m: _say(args, m))
         except SubmissionError as exc:
-            print(f"{path}: rejected: {exc}".replace(f"{path}: {path}: ", f"{path}: "), file=sys.stderr)
+            print(f"{path}: rejected: {str(exc).removeprefix(f'{path}: ')}", file=sys.stderr)
             status = 1
             continue
-        if not verdict.accepted:
-            print(f"{path}: {verdict.message}", file=sys.stderr)
-            status = 1
-            continue
-        print(f"{path}: {verdict.message}")
-        if args.mark_verified and args.limit is None and not sub["verified"]:
-            sub["verified"] = True
-            save_submission(sub, path)
+        try:
+            verdict = verify_submission(sub.data, limit=args.limit, progress=lambda m: _say(args, m))
+        except SubmissionError as exc:
+            verdict = Verdict(REJECTED, 0, f"rejected: {exc}")
+        print(f"{path}: {verdict.message}", file=sys.stdout if verdict.accepted else sys.stderr)
+        status = status if verdict.accepted else 1
+        if args.record:
+            try:
+                protocol = table_for(sub.data["env"]["id"], sub.data["target"]["model"])
+            except SubmissionError:
+                protocol = None
+            print(f"recorded {write_record(args.dir, sub, verdict, protocol)}")
     return status
 
 
@@ -113,23 +128,44 @@ def _render(args: argparse.Namespace) -> int:
     return 0
 
 
-def _schema(args: argparse.Namespace) -> int:
-    from harness_gym.leaderboard.schema import schema_text
-
-    if args.write:
-        args.write.parent.mkdir(parents=True, exist_ok=True)
-        args.write.write_text(schema_text(), encoding="utf-8")
-        print(f"wrote {args.write}")
+def _write_or_print(text: str, path: Path | None) -> int:
+    if path:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        print(f"wrote {path}")
     else:
-        sys.stdout.write(schema_text())
+        sys.stdout.write(text)
     return 0
 
 
-_COMMANDS = {"submit": _submit, "verify": _verify, "render": _render, "schema": _schema}
+def _protocol(args: argparse.Namespace) -> int:
+    from harness_gym.leaderboard.protocol import protocol_text
+
+    return _write_or_print(protocol_text(), args.write)
+
+
+def _schema(args: argparse.Namespace) -> int:
+    from harness_gym.leaderboard.schema import schema_text
+
+    return _write_or_print(schema_text(), args.write)
+
+
+def _rebuild(args: argparse.Namespace) -> int:
+    from harness_gym.leaderboard.rebuild import BASELINES, rebuild_baselines
+
+    split = lambda v: [x.strip() for x in v.split(",") if x.strip()]  # noqa: E731
+    policies = tuple(split(args.policy)) if args.policy else BASELINES
+    rebuild_baselines(args.dir, args.target, policies=policies, env_ids=split(args.env) if args.env else None,
+                      runs=args.runs, resume=args.resume, say=lambda m: print(m, file=sys.stderr))
+    return 0
+
+
+_COMMANDS = {"submit": _submit, "verify": _verify, "render": _render, "protocol": _protocol, "schema": _schema,
+             "rebuild-baselines": _rebuild}
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Standalone entry (``python -m harness_gym.leaderboard.cli``) until ``harness-gym`` wires it in."""
+    """Standalone entry (``python -m harness_gym.leaderboard.cli``); ``harness-gym leaderboard`` is the same."""
     p = argparse.ArgumentParser(prog="harness-gym")
     add_parser(p.add_subparsers(dest="command", required=True))
     return run(p.parse_args(argv))

@@ -1,65 +1,71 @@
-"""The submission format (a JSON Schema) and a small checker for the subset of it we use.
+"""The submission format (a JSON Schema, checked with ``jsonschema``) and its one-line errors.
 
-Why a hand-written checker and not ``jsonschema``: the schema uses a dozen keywords
-(``type``, ``required``, ``properties``, ``additionalProperties``, ``items``, ``enum``,
-``const``, ``pattern``, ``minimum``, ``maximum``, ``minItems``, ``minLength``), the core
-package stays free of ``jsonschema``'s compiled dependency tree, and errors come out as
-one line naming the JSON path, what was expected and what was given. The published file
-``leaderboards/schema/submission.schema.json`` is ``json.dumps(SCHEMA, indent=2)``; a test
-keeps them equal and validates the schema with ``jsonschema`` when it is installed.
+The published file ``leaderboards/schema/submission.schema.json`` is ``schema_text()``; a
+test keeps them equal. The schema checks shape only; what a leaderboard allows (split,
+batch sizes, seeds, target …) is its protocol (``protocol.py``), checked by ``verify``.
+A submission never carries its own ``verified`` flag: verification is a separate record
+written by the maintainers' rerun (``records.py``).
 """
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
-from harness_gym.errors import HarnessGymError
+from harness_gym.errors import HarnessGymError, one_line
 
-FORMAT = "harness-gym-submission-v1"
+FORMAT = "harness-gym-submission-v2"
+OLD_FORMATS = ("harness-gym-submission-v1",)
+METRICS = ("score", "success")
+MAX_PATCH_CHARS = 200_000  # the env's action space
+# one line of printable text: no control characters, no line/paragraph separators, no bidi overrides
+_LINE = "^[^\\u0000-\\u001f\\u007f-\\u009f\\u2028\\u2029\\u202a-\\u202e\\u2066-\\u2069]*$"
 
 
 class SubmissionError(HarnessGymError):
-    """A submission file that is unreadable or breaks the schema (message: one line)."""
+    """A submission file that is unreadable, breaks the schema or breaks its protocol (message: one line)."""
 
 
 _NUM = {"type": "number"}
-_NUM_OR_NULL = {"type": ["number", "null"]}
 _SHA256 = {"type": "string", "pattern": "^[0-9a-f]{64}$"}
+
+
+def _text(max_length: int, min_length: int = 0) -> dict[str, Any]:
+    return {"type": "string", "minLength": min_length, "maxLength": max_length, "pattern": _LINE}
+
 
 SCHEMA: dict[str, Any] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "$id": "https://github.com/harness-gym/harness-gym/leaderboards/schema/submission.schema.json",
     "title": "harness-gym leaderboard submission",
-    "description": "One editing policy on one env: per episode the packet hash, the batch, the exact patch and the claimed rewards. "
-                   "`harness-gym leaderboard verify` reruns every patch and accepts only matching claims.",
+    "description": "One editing policy on one leaderboard (env id + target): per episode the seed, the batch the env drew "
+                   "for it, the packet hash, the exact patch and the claimed numbers. `harness-gym leaderboard verify` "
+                   "checks them against the table's protocol (leaderboards/protocol.json) and reruns every patch.",
     "type": "object",
-    "required": ["format", "name", "policy", "env", "package", "target", "seeds", "attempts", "verified", "episodes"],
+    "required": ["format", "name", "policy", "env", "package", "target", "attempts", "episodes"],
     "additionalProperties": False,
     "properties": {
         "format": {"const": FORMAT},
-        "name": {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$"},
-        "policy": {"type": "string", "minLength": 1, "description": "policy name as shown in the table"},
-        "description": {"type": "string"},
-        "site": {"type": "string"},
+        "name": {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$",
+                 "description": "equals the file name without .json"},
+        "policy": {**_text(80, 1), "description": "policy name as shown in the table"},
+        "description": {**_text(500), "description": "one line, shown escaped on the table's page"},
         "env": {
             "type": "object",
-            "required": ["id", "version", "kwargs"],
+            "required": ["id", "kwargs"],
             "additionalProperties": False,
             "properties": {
-                "id": {"type": "string", "pattern": "^[A-Za-z0-9_/.:-]+-v[0-9]+$"},
-                "version": {"type": "integer", "minimum": 0},
+                "id": {"type": "string", "pattern": "^HarnessEdit-[A-Za-z0-9]+-v[0-9]+$"},
                 "kwargs": {
                     "type": "object",
-                    "description": "env keyword arguments the episodes ran with (gym.make(id, **kwargs))",
-                    "required": ["batch_size", "heldout_batch_size"],
+                    "description": "env keyword arguments the episodes ran with; the table's protocol fixes every value",
+                    "required": ["split", "batch_size", "heldout_batch_size", "backend", "metric"],
                     "additionalProperties": False,
                     "properties": {
+                        "split": {"type": "string", "pattern": "^[a-z_]{1,40}$"},
                         "batch_size": {"type": "integer", "minimum": 1},
                         "heldout_batch_size": {"type": "integer", "minimum": 0},
-                        "split": {"type": ["string", "null"]},
-                        "data_dir": {"type": ["string", "null"]},
-                        "backend": {"type": ["string", "null"]},
+                        "backend": {"type": "string", "pattern": "^[a-z]{1,20}$"},
+                        "metric": {"enum": list(METRICS)},
                     },
                 },
             },
@@ -70,8 +76,9 @@ SCHEMA: dict[str, Any] = {
             "additionalProperties": False,
             "properties": {
                 "name": {"const": "harness-gym"},
-                "version": {"type": "string", "minLength": 1},
-                "git_sha": {"type": ["string", "null"]},
+                "version": {"type": "string", "pattern": "^[0-9][0-9A-Za-z.+!-]{0,39}$",
+                            "description": "the submitter's harness-gym version (PEP 440); verify compares it with its own"},
+                "git_sha": {"type": ["string", "null"], "pattern": "^[0-9a-f]{7,40}$"},
             },
         },
         "target": {
@@ -79,39 +86,40 @@ SCHEMA: dict[str, Any] = {
             "required": ["model", "sampling"],
             "additionalProperties": False,
             "properties": {
-                "model": {"type": "string", "minLength": 1, "description": "the env's `target` kwarg, e.g. sim or vllm:Qwen/Qwen3-8B"},
-                "revision": {"type": ["string", "null"]},
+                "model": {"type": "string", "pattern": "^[a-z0-9_-]{1,40}$",
+                          "description": "the env's `target` kwarg; with the env id, the table key (sim, smol)"},
                 "sampling": {
                     "type": "object",
-                    "required": ["temperature"],
+                    "required": ["temperature", "top_p", "max_tokens"],
                     "additionalProperties": False,
                     "properties": {"temperature": _NUM, "top_p": _NUM, "max_tokens": {"type": "integer", "minimum": 1}},
                 },
             },
         },
-        "seeds": {"type": "array", "items": {"type": "integer", "minimum": 0}, "minItems": 1},
-        "attempts": {"type": "integer", "minimum": 1, "description": "patches scored on the batch per packet before one was submitted (1 = pass@1)"},
-        "verified": {"type": "boolean", "description": "set only by `leaderboard verify --mark-verified` (maintainers' rerun)"},
+        "attempts": {"type": "integer", "minimum": 1, "maximum": 1000,
+                     "description": "patches scored on the batch per packet before one was submitted (1 = pass@1)"},
         "episodes": {
             "type": "array",
             "minItems": 1,
+            "maxItems": 1000,
             "items": {
                 "type": "object",
                 "required": ["seed", "batch", "batch_digest", "packet_sha256", "patch", "patch_valid", "claimed"],
                 "additionalProperties": False,
                 "properties": {
                     "seed": {"type": "integer", "minimum": 0},
-                    "batch": {"type": "array", "items": {"type": "string", "minLength": 1}, "minItems": 1},
+                    "batch": {"type": "array", "items": {"type": "string", "minLength": 1, "maxLength": 200},
+                              "minItems": 1, "maxItems": 1000},
                     "batch_digest": _SHA256,
                     "packet_sha256": _SHA256,
-                    "patch": {"type": "string"},
+                    "patch": {"type": "string", "maxLength": MAX_PATCH_CHARS},
                     "patch_valid": {"type": "boolean"},
                     "claimed": {
                         "type": "object",
                         "required": ["reward", "baseline_score", "patched_score", "heldout_delta"],
                         "additionalProperties": False,
-                        "properties": {"reward": _NUM, "baseline_score": _NUM, "patched_score": _NUM_OR_NULL,
-                                       "heldout_delta": _NUM_OR_NULL},
+                        "properties": {"reward": _NUM, "baseline_score": _NUM, "patched_score": {"type": ["number", "null"]},
+                                       "heldout_delta": {"type": ["number", "null"]}},
                     },
                 },
             },
@@ -119,73 +127,21 @@ SCHEMA: dict[str, Any] = {
     },
 }
 
-_TYPES = {
-    "object": lambda v: isinstance(v, dict),
-    "array": lambda v: isinstance(v, list),
-    "string": lambda v: isinstance(v, str),
-    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
-    "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
-    "boolean": lambda v: isinstance(v, bool),
-    "null": lambda v: v is None,
-}
-
-
-def _kind(value: Any) -> str:
-    for name in ("null", "boolean", "integer", "number", "string", "array", "object"):
-        if _TYPES[name](value):
-            return name
-    return type(value).__name__
-
-
-def _check(value: Any, schema: dict[str, Any], path: str) -> str | None:
-    """The first violation as one line, or None."""
-    if "const" in schema and value != schema["const"]:
-        return f"{path}: expected {json.dumps(schema['const'])}, got {json.dumps(value)[:60]}"
-    if "enum" in schema and value not in schema["enum"]:
-        return f"{path}: expected one of {schema['enum']}, got {json.dumps(value)[:60]}"
-    types = schema.get("type")
-    if types is not None:
-        allowed = [types] if isinstance(types, str) else list(types)
-        if not any(_TYPES[t](value) for t in allowed):
-            return f"{path}: expected {' or '.join(allowed)}, got {_kind(value)}"
-    if isinstance(value, dict):
-        for key in schema.get("required", []):
-            if key not in value:
-                return f"{path}: missing required field {key!r}"
-        props = schema.get("properties", {})
-        for key, item in value.items():
-            if key in props:
-                err = _check(item, props[key], f"{path}.{key}")
-                if err:
-                    return err
-            elif schema.get("additionalProperties") is False:
-                return f"{path}: unknown field {key!r} (allowed: {', '.join(props)})"
-    if isinstance(value, list):
-        if len(value) < schema.get("minItems", 0):
-            return f"{path}: expected at least {schema['minItems']} item(s), got {len(value)}"
-        if "items" in schema:
-            for i, item in enumerate(value):
-                err = _check(item, schema["items"], f"{path}[{i}]")
-                if err:
-                    return err
-    if isinstance(value, str):
-        if len(value) < schema.get("minLength", 0):
-            return f"{path}: expected a string of at least {schema['minLength']} character(s), got {value!r}"
-        if "pattern" in schema and not re.search(schema["pattern"], value):
-            return f"{path}: expected a string matching {schema['pattern']}, got {value[:60]!r}"
-    if _TYPES["number"](value):
-        if "minimum" in schema and value < schema["minimum"]:
-            return f"{path}: expected >= {schema['minimum']}, got {value}"
-        if "maximum" in schema and value > schema["maximum"]:
-            return f"{path}: expected <= {schema['maximum']}, got {value}"
-    return None
-
 
 def validate(data: Any) -> None:
-    """Raise ``SubmissionError`` with the first schema violation, in one line."""
-    err = _check(data, SCHEMA, "$")
-    if err:
-        raise SubmissionError(f"schema: {err}")
+    """Raise ``SubmissionError`` with the most relevant violation, in one line."""
+    import jsonschema
+    from jsonschema.exceptions import best_match
+
+    if isinstance(data, dict) and "verified" in data:
+        raise SubmissionError("$.verified: a submission may not carry its own verified flag; verification is recorded "
+                              "by the maintainers' rerun in leaderboards/verified/ (remove the field)")
+    if isinstance(data, dict) and data.get("format") in OLD_FORMATS:
+        raise SubmissionError(f"$.format: {data['format']} predates the leaderboard protocol; expected {FORMAT} "
+                              "(rebuild it with `harness-gym leaderboard submit`)")
+    err = best_match(jsonschema.Draft202012Validator(SCHEMA).iter_errors(data))
+    if err is not None:
+        raise SubmissionError(one_line(f"schema: {err.json_path}: {err.message}", limit=240))
 
 
 def schema_text() -> str:

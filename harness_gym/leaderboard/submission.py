@@ -1,49 +1,77 @@
-"""Build, read and write submissions; the env both ``submit`` and ``verify`` run.
+"""Build, read and write submissions; the env that ``submit`` and ``verify`` run.
 
-A submission is one policy on one env. Each episode is named by its env seed and batch
-task ids (``reset(seed=…, options={"task_ids": batch})`` reproduces the batch, the target
-sampling seeds and the held-out batch), and carries the sha256 of the observation text
-(the packet the policy read), the exact patch text and the claimed numbers.
+A submission is one policy on one leaderboard table (env id + target). Episode ``i`` ran on
+the protocol's seed ``base_seed + i``; it records the batch the env drew for that seed, the
+sha256 of the observation (the packet the policy read), the exact patch text and the
+claimed numbers. Reading a submission only parses JSON: nothing in it is imported,
+executed or unpickled; its patches reach code only through ``env.step`` (the sandbox).
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
-import re
 import subprocess
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness_gym.errors import ConfigError
+from harness_gym.leaderboard.protocol import Protocol, table_for
 from harness_gym.leaderboard.schema import FORMAT, SubmissionError, validate
 
 CLAIM_FIELDS = ("reward", "baseline_score", "patched_score", "heldout_delta")
-KWARG_FIELDS = ("batch_size", "heldout_batch_size", "split", "data_dir", "backend")
+MAX_FILE_BYTES = 8 * 1024 * 1024  # 1000 episodes of patches are far smaller; a bigger file is not a submission
+
+
+@dataclass(frozen=True)
+class SubmissionFile:
+    """A submission as read from disk: its data and the sha256 of the exact bytes it was parsed from."""
+
+    path: Path
+    data: dict[str, Any]
+    sha256: str
 
 
 def packet_sha256(observation: str) -> str:
     return hashlib.sha256(observation.encode("utf-8")).hexdigest()
 
 
-def env_version(env_id: str) -> int:
-    m = re.search(r"-v(\d+)$", env_id)
-    if not m:
-        raise SubmissionError(f"env id {env_id!r}: expected a versioned id such as HarnessEdit-DBBench-v0")
-    return int(m.group(1))
+def _metric_kwargs(protocol: Protocol) -> dict[str, Any]:
+    """``metric`` goes to the env when this version's env takes it; before that only "score" can be run."""
+    from harness_gym.envs.config import EnvConfig
+
+    if "metric" in {f.name for f in dataclasses.fields(EnvConfig)}:
+        return {"metric": protocol.metric}
+    if protocol.metric != "score":
+        raise ConfigError(f"table {protocol.key} uses metric={protocol.metric!r}, but this harness-gym's env has no "
+                          "`metric` kwarg (it reports mean score only); upgrade harness-gym")
+    return {}
 
 
-def make_env(sub_env: dict[str, Any], target: dict[str, Any]) -> Any:
-    """``gym.make`` the env a submission ran on, with its kwargs, target and temperature."""
+def make_kwargs(protocol: Protocol) -> dict[str, Any]:
+    """``gym.make`` kwargs of a table's env: the protocol's values, target and temperature — never a submission's."""
+    return {"target": protocol.target, "temperature": protocol.temperature, "split": protocol.split,
+            "batch_size": protocol.batch_size, "heldout_batch_size": protocol.heldout_batch_size,
+            "backend": protocol.backend, **_metric_kwargs(protocol)}
+
+
+def make_env(protocol: Protocol) -> Any:
+    """The env of a table, built from its protocol (everything else at the verifier's defaults)."""
     import gymnasium as gym
 
     import harness_gym  # noqa: F401 - registers env ids
 
-    env_id = sub_env["id"]
-    if env_id not in gym.registry:
-        known = sorted(k for k in gym.registry if k.startswith("Harness"))
-        raise SubmissionError(f"env {env_id!r} is not registered in this harness-gym version; known: {', '.join(known)}")
-    kwargs = {k: v for k, v in sub_env["kwargs"].items() if v is not None}
-    return gym.make(env_id, target=target["model"], temperature=float(target["sampling"]["temperature"]), **kwargs)
+    if protocol.env_id not in gym.registry:
+        raise ConfigError(f"env {protocol.env_id!r} of table {protocol.key} is not registered in this harness-gym")
+    return gym.make(protocol.env_id, **make_kwargs(protocol))
+
+
+def env_sampling(env: Any) -> dict[str, Any]:
+    """The target sampling settings the env's evaluator runs with (recorded and checked, never taken from a file)."""
+    s = env.unwrapped.evaluator.sampling
+    return {"temperature": float(s.temperature), "top_p": float(s.top_p), "max_tokens": int(s.max_tokens)}
 
 
 def _git_sha() -> str | None:
@@ -52,7 +80,7 @@ def _git_sha() -> str | None:
                              cwd=Path(__file__).resolve().parent)
     except (OSError, subprocess.SubprocessError):
         return None
-    return out.stdout.strip() or None if out.returncode == 0 else None
+    return (out.stdout.strip() or None) if out.returncode == 0 else None
 
 
 def read_rows(path: Path) -> list[dict[str, Any]]:
@@ -67,96 +95,129 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
+def _protocol_rows(rows: Iterable[dict[str, Any]], policy: str, protocol: Protocol) -> list[dict[str, Any]]:
+    """The bench rows of ``policy`` on the protocol's seeds, one per seed, in seed order."""
+    mine = [r for r in rows if r.get("policy") == policy and r.get("env") == protocol.env_id]
+    by_seed: dict[int, dict[str, Any]] = {}
+    for r in mine:
+        seed = int(r["seed"])
+        if seed in by_seed:
+            raise SubmissionError(f"bench rows hold two results of {policy!r} for seed {seed}; keep one run per seed")
+        by_seed[seed] = r
+    missing = [s for s in protocol.seeds if s not in by_seed]
+    if missing:
+        raise SubmissionError(
+            f"bench rows of {policy!r} on {protocol.env_id} lack seeds {missing[:5]}{'…' if len(missing) > 5 else ''}; "
+            f"table {protocol.key} needs seeds {protocol.seeds[0]}–{protocol.seeds[-1]}: run "
+            f"`{protocol.bench_command()} --policy {policy}`")
+    return [by_seed[s] for s in protocol.seeds]
+
+
 def build_submission(
     rows: Iterable[dict[str, Any]],
     *,
     name: str,
     policy: str,
-    env_id: str | None = None,
+    env_id: str,
     target: str = "sim",
-    env_kwargs: dict[str, Any] | None = None,
     attempts: int = 1,
     description: str | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    """A submission from ``harness-gym bench`` rows of one policy on one env.
+    """A submission to table (``env_id``, ``target``) from ``harness-gym bench`` rows of one policy.
 
-    Rows carry the batch, patch and claimed numbers; the packet hash is taken from the row
-    (``packet_sha256``) when present, else recomputed by resetting the env on the row's
-    batch — which also checks that ``env_kwargs`` reproduce the bench run (batch digest).
+    Takes exactly the protocol's seeds, resets the env on each (which also proves the bench
+    ran under the protocol: the row's batch must be the env's draw for that seed) and hashes
+    the observation. Everything ``verify`` checks without a rerun is checked here too.
     """
-    rows = [r for r in rows if r.get("policy") == policy]
-    envs = sorted({r["env"] for r in rows})
-    if not rows:
-        raise SubmissionError(f"no bench rows for policy {policy!r}")
-    if env_id is None:
-        if len(envs) > 1:
-            raise SubmissionError(f"rows of policy {policy!r} cover {len(envs)} envs ({', '.join(envs)}); pick one with --env")
-        env_id = envs[0]
-    rows = sorted({r["seed"]: r for r in rows if r["env"] == env_id}.values(), key=lambda r: r["seed"])
-    if not rows:
-        raise SubmissionError(f"no bench rows for policy {policy!r} on {env_id!r}; rows cover: {', '.join(envs)}")
-    sizes = {len(r["batch"]) for r in rows}
-    if len(sizes) != 1:
-        raise SubmissionError(f"rows mix batch sizes {sorted(sizes)}; a submission runs one env configuration")
-    kw = {k: None for k in KWARG_FIELDS} | {"heldout_batch_size": 0} | dict(env_kwargs or {})
-    kw["batch_size"] = sizes.pop()
-    if any(r.get("heldout_delta") is not None for r in rows) and not kw["heldout_batch_size"]:
-        raise SubmissionError("the rows have held-out deltas: pass the bench's --heldout-batch-size")
-    unknown = set(kw) - set(KWARG_FIELDS)
-    if unknown:
-        raise SubmissionError(f"env kwargs {sorted(unknown)} are not recorded in submissions (allowed: {', '.join(KWARG_FIELDS)})")
+    from harness_gym.leaderboard.verify import protocol_violation
+
+    protocol = table_for(env_id, target)
+    chosen = _protocol_rows(rows, policy, protocol)
+    if protocol.heldout_batch_size and any(r.get("heldout_delta") is None and r["patch_valid"] for r in chosen):
+        raise SubmissionError(f"bench rows have no held-out deltas; table {protocol.key} needs "
+                              f"--heldout-batch-size {protocol.heldout_batch_size}: run `{protocol.bench_command()}`")
     import harness_gym
 
     sub: dict[str, Any] = {
         "format": FORMAT, "name": name, "policy": policy,
-        "env": {"id": env_id, "version": env_version(env_id), "kwargs": kw},
+        "env": {"id": protocol.env_id, "kwargs": protocol.env_kwargs()},
         "package": {"name": "harness-gym", "version": harness_gym.__version__, "git_sha": _git_sha()},
-        "target": {"model": target, "revision": None, "sampling": {"temperature": 0.0}},
-        "seeds": [int(r["seed"]) for r in rows], "attempts": int(attempts), "verified": False, "episodes": [],
+        "target": {"model": protocol.target, "sampling": {}},
+        "attempts": int(attempts), "episodes": [],
     }
     if description:
         sub["description"] = description
-    env = make_env(sub["env"], sub["target"])
+    env = make_env(protocol)
     try:
-        sampling = env.unwrapped.evaluator.sampling
-        sub["target"]["sampling"] = {"temperature": float(sampling.temperature), "top_p": float(sampling.top_p),
-                                     "max_tokens": int(sampling.max_tokens)}
-        for r in rows:
-            packet = r.get("packet_sha256")
-            if packet is None:
-                obs, info = env.reset(seed=int(r["seed"]), options={"task_ids": list(r["batch"])})
-                if info["batch_digest"] != r["batch_digest"]:
-                    raise SubmissionError(
-                        f"bench row seed {r['seed']}: these env kwargs do not reproduce its batch (batch_digest differs); "
-                        "pass the --split/--data-dir/--backend/--target the bench ran with")
-                packet = packet_sha256(obs)
-                if progress:
-                    progress(f"seed {r['seed']}: packet {packet[:12]}")
+        sub["target"]["sampling"] = env_sampling(env)
+        for r in chosen:
+            obs, info = env.reset(seed=int(r["seed"]))
+            if info["batch"] != list(r["batch"]) or info["batch_digest"] != r["batch_digest"]:
+                raise SubmissionError(
+                    f"bench row seed {r['seed']}: its batch is not the one table {protocol.key}'s env draws for that seed; "
+                    f"the bench ran with other settings: run `{protocol.bench_command()} --policy {policy}`")
+            if progress:
+                progress(f"seed {r['seed']}: packet {packet_sha256(obs)[:12]}")
             sub["episodes"].append({
                 "seed": int(r["seed"]), "batch": list(r["batch"]), "batch_digest": r["batch_digest"],
-                "packet_sha256": packet, "patch": r["patch"], "patch_valid": bool(r["patch_valid"]),
+                "packet_sha256": packet_sha256(obs), "patch": r["patch"], "patch_valid": bool(r["patch_valid"]),
                 "claimed": {k: r.get(k) for k in CLAIM_FIELDS},
             })
     finally:
         env.close()
     validate(sub)
+    problem = protocol_violation(sub)
+    if problem:
+        raise SubmissionError(problem)
     return sub
 
 
-def load_submission(path: Path) -> dict[str, Any]:
-    """Read and schema-check a submission; every failure is one ``SubmissionError`` line."""
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    keys = [k for k, _ in pairs]
+    dup = next((k for k in keys if keys.count(k) > 1), None)
+    if dup is not None:
+        raise SubmissionError(f"key {dup!r} appears twice in one object; a submission names each field once")
+    return dict(pairs)
+
+
+def _no_constant(name: str) -> Any:
+    raise SubmissionError(f"{name} is not a number JSON allows; claims are finite numbers")
+
+
+def parse_submission(raw: bytes, path: Path) -> dict[str, Any]:
+    """Parse and schema-check submission bytes; every failure is one ``SubmissionError`` line."""
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise SubmissionError(f"{path}: no such file") from None
-    except ValueError as exc:
-        raise SubmissionError(f"{path}: not valid JSON ({str(exc).splitlines()[0]})") from None
+        data = json.loads(raw.decode("utf-8"), object_pairs_hook=_no_duplicate_keys, parse_constant=_no_constant)
+    except SubmissionError as exc:
+        raise SubmissionError(f"{path}: {exc}") from None
+    except ValueError as exc:  # UnicodeDecodeError and JSONDecodeError
+        raise SubmissionError(f"{path}: not valid UTF-8 JSON ({str(exc).splitlines()[0][:120]})") from None
     try:
         validate(data)
     except SubmissionError as exc:
         raise SubmissionError(f"{path}: {exc}") from None
+    if data["name"] != path.stem:
+        raise SubmissionError(f"{path}: name {data['name']!r} differs from the file name; save it as {data['name']}.json "
+                              f"or set name to {path.stem!r}")
     return data
+
+
+def load_submission(path: Path) -> SubmissionFile:
+    """Read a submission file once: the data and the digest come from the same bytes."""
+    path = Path(path)
+    if path.is_symlink():
+        raise SubmissionError(f"{path}: a symbolic link; a submission is a plain file")
+    try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise SubmissionError(f"{path}: {size} bytes; a submission is at most {MAX_FILE_BYTES} bytes")
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise SubmissionError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise SubmissionError(f"{path}: a directory, expected a submission .json file") from None
+    return SubmissionFile(path, parse_submission(raw, path), hashlib.sha256(raw).hexdigest())
 
 
 def save_submission(sub: dict[str, Any], path: Path) -> Path:

@@ -1,11 +1,20 @@
-"""Rerun a submission's patches on the same task identities and compare every claim.
+"""Check a submission against its table's protocol, then rerun every patch and compare every claim.
 
-Per episode, in order: the batch must exist in the split, the batch digest (task
-identities + target sampling seeds) and the packet hash must match, then the patch is
-stepped and ``patch_valid``, ``reward``, ``baseline_score``, ``patched_score`` and
-``heldout_delta`` are compared — exactly by default (the sim target is deterministic),
-within ``tolerance`` for real models. The first mismatch ends the check. An accepted
-submission made with another package version says so in its verdict (the rerun decides).
+Static checks first (no env): the table exists for (env id, target); every env kwarg equals
+the protocol's; the sampling temperature is the protocol's; there are exactly
+``episodes`` episodes and episode ``i`` ran on seed ``base_seed + i`` (so no duplicated,
+skipped or hand-chosen seeds); the package version is a PEP 440 version no newer than the
+verifier's. Then, per episode: ``reset(seed)`` — the env's own draw — must give exactly the
+submitted batch, batch digest (task identities + sampling seeds) and packet hash; the patch
+is stepped (parsed, policy-checked and run in the hook sandbox like any patch) and
+``patch_valid``, ``reward``, ``baseline_score``, ``patched_score`` and ``heldout_delta``
+must match within the protocol's tolerance (0 for the sim: exactly). The first problem ends
+the check, as one line.
+
+Version rule: a submission made with the verifier's own version that reproduces is
+``reproduced``; one that claims another (older) version and reproduces is
+``reproduced-with-other-version`` — the record and the table name the verifier's version,
+so a forged version string is never silently taken as the one that produced the numbers.
 """
 from __future__ import annotations
 
@@ -15,20 +24,32 @@ from dataclasses import dataclass
 from typing import Any
 
 import harness_gym
+from harness_gym.leaderboard.protocol import Protocol, table_for
 from harness_gym.leaderboard.schema import SubmissionError, validate
-from harness_gym.leaderboard.submission import CLAIM_FIELDS, make_env, packet_sha256
+from harness_gym.leaderboard.submission import CLAIM_FIELDS, env_sampling, make_env, packet_sha256
+
+REPRODUCED = "reproduced"
+OTHER_VERSION = "reproduced-with-other-version"
+REJECTED = "rejected"
 
 
 @dataclass(frozen=True)
 class Verdict:
-    accepted: bool
+    outcome: str  # REPRODUCED, OTHER_VERSION or REJECTED
     episodes_checked: int
-    message: str  # one line: "accepted: …" or the first mismatch
+    message: str  # one line: "accepted: …" or "rejected: …"
+    table: str = ""  # the table key, when known
+
+    @property
+    def accepted(self) -> bool:
+        return self.outcome != REJECTED
 
 
 def _fmt(v: Any) -> str:
     if isinstance(v, str):
         return v[:16] + "…" if len(v) > 16 else v
+    if isinstance(v, list):
+        return "[" + ", ".join(_fmt(x) for x in v[:3]) + (", …]" if len(v) > 3 else "]")
     return "null" if v is None else repr(v)
 
 
@@ -37,58 +58,114 @@ def _differs(claimed: Any, recomputed: Any, tolerance: float) -> bool:
         return claimed is not recomputed
     if isinstance(claimed, bool) or isinstance(recomputed, bool):
         return claimed != recomputed
-    if math.isnan(float(claimed)) or math.isnan(float(recomputed)):
-        return not (math.isnan(float(claimed)) and math.isnan(float(recomputed)))
+    if not (math.isfinite(float(claimed)) and math.isfinite(float(recomputed))):
+        return True  # a NaN or infinite number never reproduces
     return abs(float(claimed) - float(recomputed)) > tolerance
+
+
+def _version_problem(claimed: str) -> str | None:
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        theirs = Version(claimed)
+    except InvalidVersion:
+        return f"package.version {claimed!r} is not a PEP 440 version (e.g. {harness_gym.__version__})"
+    if theirs > Version(harness_gym.__version__):
+        return (f"package.version {claimed} is newer than the verifier's harness-gym {harness_gym.__version__}; "
+                "verify with that version or newer")
+    return None
+
+
+def protocol_violation(sub: dict[str, Any]) -> str | None:
+    """The first way ``sub`` (schema-valid) breaks its table's protocol, as one line; None if it keeps it."""
+    try:
+        p = table_for(sub["env"]["id"], sub["target"]["model"])
+    except SubmissionError as exc:
+        return str(exc)
+    for key, want in p.env_kwargs().items():
+        got = sub["env"]["kwargs"][key]
+        if got != want or type(got) is not type(want):
+            return f"env.kwargs.{key}: table {p.key} fixes {want!r}, the submission ran {got!r}"
+    if float(sub["target"]["sampling"]["temperature"]) != p.temperature:
+        return (f"target.sampling.temperature: table {p.key} fixes {p.temperature}, "
+                f"the submission ran {sub['target']['sampling']['temperature']}")
+    eps = sub["episodes"]
+    seen: dict[int, int] = {}
+    for i, ep in enumerate(eps[: p.episodes]):
+        if ep["seed"] in seen:
+            return (f"episode {i}: seed {ep['seed']} repeats episode {seen[ep['seed']]}'s; table {p.key} runs each of "
+                    f"seeds {p.seeds[0]}–{p.seeds[-1]} once")
+        seen[ep["seed"]] = i
+        if ep["seed"] != p.base_seed + i:
+            return (f"episode {i}: seed {ep['seed']}, but table {p.key}'s episode {i} runs seed {p.base_seed + i} "
+                    f"(base seed {p.base_seed} + index)")
+        if len(ep["batch"]) != p.batch_size:
+            return f"episode {i}: batch of {len(ep['batch'])} tasks, table {p.key} runs batches of {p.batch_size}"
+    if len(eps) != p.episodes:
+        few = "too few" if len(eps) < p.episodes else "too many"
+        return (f"{few} episodes: {len(eps)}, table {p.key} takes exactly {p.episodes} "
+                f"(seeds {p.seeds[0]}–{p.seeds[-1]}; a fixed count leaves no choice of where to stop)")
+    return _version_problem(sub["package"]["version"])
 
 
 def verify_submission(
     sub: dict[str, Any],
     *,
-    tolerance: float = 0.0,
     limit: int | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> Verdict:
-    """Rerun ``sub`` (or its first ``limit`` episodes) and return the verdict."""
-    if tolerance < 0:
-        raise SubmissionError(f"tolerance={tolerance}: expected >= 0 (0 = exact, for the deterministic sim target)")
+    """Check ``sub`` against its protocol and rerun it (or its first ``limit`` episodes)."""
     validate(sub)
+    problem = protocol_violation(sub)
+    if problem:
+        return Verdict(REJECTED, 0, f"rejected: {problem}")
+    protocol = table_for(sub["env"]["id"], sub["target"]["model"])
     episodes = sub["episodes"][: limit or None]
-    seeds = [e["seed"] for e in sub["episodes"]]
-    if sorted(seeds) != sorted(sub["seeds"]):
-        return Verdict(False, 0, f"rejected: seeds {sub['seeds']} do not match the episodes' seeds {seeds}")
-    env = make_env(sub["env"], sub["target"])
+    env = make_env(protocol)
     try:
+        sampling = env_sampling(env)
+        for key, want in sampling.items():
+            if _differs(sub["target"]["sampling"][key], want, 0.0):
+                return Verdict(REJECTED, 0, f"rejected: target.sampling.{key}: claimed {sub['target']['sampling'][key]!r}, "
+                                            f"table {protocol.key}'s env runs {want!r}", protocol.key)
         for i, ep in enumerate(episodes):
-            where = f"episode {i} (seed {ep['seed']})"
-
-            def bad(field: str, claimed: Any, recomputed: Any, _where: str = where, _i: int = i) -> Verdict:
-                return Verdict(False, _i, f"rejected: {_where}: {field}: claimed {_fmt(claimed)}, recomputed {_fmt(recomputed)}")
-
-            try:
-                obs, info = env.reset(seed=ep["seed"], options={"task_ids": list(ep["batch"])})
-            except ValueError as exc:
-                missing = [t for t in ep["batch"] if t not in env.unwrapped._by_id]
-                return bad("batch", missing[0] if missing else ep["batch"], str(exc).split(":")[0] if not missing else "not in split")
-            if info["batch_digest"] != ep["batch_digest"]:
-                return bad("batch_digest", ep["batch_digest"], info["batch_digest"])
-            packet = packet_sha256(obs)
-            if packet != ep["packet_sha256"]:
-                return bad("packet_sha256", ep["packet_sha256"], packet)
-            _, reward, _, _, sinfo = env.step(ep["patch"])
-            if sinfo["patch_valid"] != ep["patch_valid"]:
-                return bad("patch_valid", ep["patch_valid"], sinfo["patch_valid"])
-            recomputed = {"reward": float(reward), "baseline_score": sinfo["baseline_score"],
-                          "patched_score": sinfo["patched_score"], "heldout_delta": sinfo.get("heldout_delta")}
-            for field in CLAIM_FIELDS:
-                if _differs(ep["claimed"][field], recomputed[field], tolerance):
-                    return bad(field, ep["claimed"][field], recomputed[field])
+            bad = _rerun_episode(env, protocol, i, ep)
+            if bad:
+                return Verdict(REJECTED, i, f"rejected: episode {i} (seed {ep['seed']}): {bad}", protocol.key)
             if progress:
-                progress(f"{where}: ok (reward {reward:+.3f})")
+                progress(f"episode {i} (seed {ep['seed']}): ok (reward {ep['claimed']['reward']:+.3f})")
     finally:
         env.close()
-    how = "exactly" if tolerance == 0 else f"within {tolerance}"
+    how = "exactly" if protocol.tolerance == 0 else f"within {protocol.tolerance}"
     part = "" if len(episodes) == len(sub["episodes"]) else f" (first {len(episodes)} of {len(sub['episodes'])})"
-    submitted = str(sub.get("package", {}).get("version", "?"))
-    versions = "" if submitted == harness_gym.__version__ else f" (submitted with harness-gym {submitted}, verified with {harness_gym.__version__})"
-    return Verdict(True, len(episodes), f"accepted: {sub['name']}: {len(episodes)} episodes{part} reproduce {how}{versions}")
+    submitted = sub["package"]["version"]
+    outcome, versions = REPRODUCED, ""
+    if submitted != harness_gym.__version__:
+        outcome = OTHER_VERSION
+        versions = f" (submitted as harness-gym {submitted}, reproduced with {harness_gym.__version__})"
+    return Verdict(outcome, len(episodes),
+                   f"accepted: {sub['name']} on {protocol.key}: {len(episodes)} episodes{part} reproduce {how}{versions}",
+                   protocol.key)
+
+
+def _rerun_episode(env: Any, protocol: Protocol, i: int, ep: dict[str, Any]) -> str | None:
+    """Reset on the episode's seed (the env draws the batch), step its patch, compare; the first mismatch or None."""
+    obs, info = env.reset(seed=ep["seed"])
+    if info["batch"] != ep["batch"]:
+        first = next((j for j, (a, b) in enumerate(zip(ep["batch"], info["batch"])) if a != b), 0)
+        return (f"batch: claimed {_fmt(ep['batch'])}, but the env draws {_fmt(info['batch'])} for seed {ep['seed']} "
+                f"(first difference at position {first}); batches are not chosen, they are the seed's draw")
+    if info["batch_digest"] != ep["batch_digest"]:
+        return f"batch_digest: claimed {_fmt(ep['batch_digest'])}, recomputed {_fmt(info['batch_digest'])}"
+    packet = packet_sha256(obs)
+    if packet != ep["packet_sha256"]:
+        return f"packet_sha256: claimed {_fmt(ep['packet_sha256'])}, recomputed {_fmt(packet)}"
+    _, reward, _, _, sinfo = env.step(ep["patch"])  # parsed, policy-checked and sandboxed like any patch
+    if sinfo["patch_valid"] != ep["patch_valid"]:
+        return f"patch_valid: claimed {_fmt(ep['patch_valid'])}, recomputed {_fmt(sinfo['patch_valid'])}"
+    recomputed = {"reward": float(reward), "baseline_score": sinfo["baseline_score"],
+                  "patched_score": sinfo["patched_score"], "heldout_delta": sinfo.get("heldout_delta")}
+    for field in CLAIM_FIELDS:
+        if _differs(ep["claimed"][field], recomputed[field], protocol.tolerance):
+            return f"{field}: claimed {_fmt(ep['claimed'][field])}, recomputed {_fmt(recomputed[field])}"
+    return None

@@ -1,0 +1,112 @@
+"""Each leaderboard's protocol: the one source of truth ``submit``, ``verify`` and ``render`` read.
+
+A leaderboard is one table, keyed by (env id, target): ``sim`` and ``smol`` entries never
+share a ranking. Its protocol fixes everything that decides what a number means — the
+split, batch and held-out batch sizes, the world backend, the metric, the sampling
+temperature, the tolerance of the rerun — and the episodes: episode ``i`` runs on seed
+``base_seed + i`` for ``i`` in ``range(episodes)``, exactly. The seeds are published and
+the count is fixed, so a submitter can neither pick seeds (best episode copied, favourable
+batches) nor stop when the running mean looks good. The batch, its sampling seeds and the
+held-out batch are then whatever the env's own ``reset(seed=…)`` draws.
+
+``leaderboards/protocol.json`` is ``protocol_text()`` (a test keeps them equal), and the
+protocol section of ``leaderboards/README.md`` is rendered from the same tables.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from harness_gym.leaderboard.schema import METRICS, SubmissionError
+
+PROTOCOL_FORMAT = "harness-gym-leaderboard-protocol-v1"
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """One leaderboard table's rules (see the module docstring)."""
+
+    env_id: str
+    target: str
+    split: str
+    backend: str
+    batch_size: int = 10
+    heldout_batch_size: int = 10
+    episodes: int = 10
+    base_seed: int = 0
+    metric: str = "score"
+    temperature: float = 0.0
+    tolerance: float = 0.0  # |claimed - recomputed| allowed per number; 0: exact (deterministic targets)
+    note: str = ""
+
+    @property
+    def key(self) -> str:
+        """The table key, ``<env id>/<target>``."""
+        return f"{self.env_id}/{self.target}"
+
+    @property
+    def slug(self) -> str:
+        """File-name form of the key (the rendered page is ``leaderboards/<slug>.md``)."""
+        return f"{self.env_id}--{self.target}"
+
+    @property
+    def seeds(self) -> list[int]:
+        return [self.base_seed + i for i in range(self.episodes)]
+
+    def env_kwargs(self) -> dict[str, Any]:
+        """The only env kwargs a submission may record (all of them, with exactly these values)."""
+        return {"split": self.split, "batch_size": self.batch_size, "heldout_batch_size": self.heldout_batch_size,
+                "backend": self.backend, "metric": self.metric}
+
+    def __post_init__(self) -> None:
+        if self.metric not in METRICS:
+            raise ValueError(f"metric={self.metric!r}: expected one of {METRICS}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"key": self.key, **asdict(self), "seeds": f"base_seed + i for i in range({self.episodes})"}
+
+    def digest(self) -> str:
+        """sha256 of this table's rules (not its note); a verification record is valid only under the same rules."""
+        rules = {k: v for k, v in asdict(self).items() if k != "note"}
+        return hashlib.sha256(json.dumps(rules, sort_keys=True).encode()).hexdigest()
+
+    def bench_command(self) -> str:
+        """The ``harness-gym bench`` line that produces rows under this protocol."""
+        return (f"harness-gym bench --env {self.env_id} --target {self.target} --split {self.split} "
+                f"--backend {self.backend} --batch-size {self.batch_size} --heldout-batch-size "
+                f"{self.heldout_batch_size} --episodes {self.episodes} --seed {self.base_seed}")
+
+
+_SMOL_NOTE = "opens when target='smol' (issue 12, SmolLM2-135M fine-tuned on each benchmark) ships"
+
+TABLES: tuple[Protocol, ...] = (
+    Protocol("HarnessEdit-ALFWorld-v0", "sim", split="valid_unseen", backend="local"),
+    Protocol("HarnessEdit-DBBench-v0", "sim", split="test", backend="sqlite"),
+    Protocol("HarnessEdit-WebShop-v0", "sim", split="test", backend="local"),
+    Protocol("HarnessEdit-ALFWorld-v0", "smol", split="valid_unseen", backend="local", note=_SMOL_NOTE),
+    Protocol("HarnessEdit-DBBench-v0", "smol", split="test", backend="sqlite", note=_SMOL_NOTE),
+    Protocol("HarnessEdit-WebShop-v0", "smol", split="test", backend="local", note=_SMOL_NOTE),
+)
+
+
+def tables(target: str | None = None) -> list[Protocol]:
+    """Every declared table, or those of one target."""
+    return [p for p in TABLES if target is None or p.target == target]
+
+
+def table_for(env_id: str, target: str) -> Protocol:
+    """The protocol of table (``env_id``, ``target``), or a one-line ``SubmissionError`` naming the tables."""
+    for p in TABLES:
+        if p.env_id == env_id and p.target == target:
+            return p
+    known = ", ".join(p.key for p in TABLES)
+    raise SubmissionError(f"no leaderboard for env {env_id!r} with target {target!r}; the tables are: {known} "
+                          "(leaderboards/README.md, Protocol)")
+
+
+def protocol_text() -> str:
+    """``leaderboards/protocol.json``: every table's rules, machine-readable."""
+    return json.dumps({"format": PROTOCOL_FORMAT, "tables": [p.to_dict() for p in TABLES]}, indent=1,
+                      ensure_ascii=False) + "\n"
