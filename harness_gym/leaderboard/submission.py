@@ -75,12 +75,19 @@ def env_sampling(env: Any) -> dict[str, Any]:
 
 
 def _git_sha() -> str | None:
-    try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5, check=False,
-                             cwd=Path(__file__).resolve().parent)
-    except (OSError, subprocess.SubprocessError):
+    """The commit of the code that runs, or None when unknown or when the package has uncommitted changes."""
+    def git(*args: str) -> subprocess.CompletedProcess[str] | None:
+        try:
+            return subprocess.run(["git", *args], capture_output=True, text=True, timeout=5, check=False,
+                                  cwd=Path(__file__).resolve().parent)
+        except (OSError, subprocess.SubprocessError):
+            return None
+
+    head = git("rev-parse", "HEAD")
+    dirty = git("status", "--porcelain", "--untracked-files=no", "--", ":/harness_gym", ":/baselines")
+    if head is None or dirty is None or head.returncode != 0 or dirty.returncode != 0 or dirty.stdout.strip():
         return None
-    return (out.stdout.strip() or None) if out.returncode == 0 else None
+    return head.stdout.strip() or None
 
 
 def read_rows(path: Path) -> list[dict[str, Any]]:
