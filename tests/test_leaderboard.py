@@ -241,6 +241,9 @@ def test_tampered_patch_validity_and_patch(forge: Callable, honest: dict, rows: 
     (b'{"name": "a", "name": "b"}', "key 'name' appears twice"),
     (b"\xff\xfe{", "not valid UTF-8 JSON"),
     (b"{", "not valid UTF-8 JSON"),
+    (b'{"a": 1e999}', "1e999 overflows to inf"),
+    (b"[" * 200_000 + b"]" * 200_000, "nested too deeply"),
+    (b'{"seed": 1' + b"0" * 5000 + b"}", "not valid UTF-8 JSON"),
 ])
 def test_unreadable_files(tmp_path: Path, text: bytes, expected: str) -> None:
     path = tmp_path / "x.json"

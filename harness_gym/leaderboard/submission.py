@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 import subprocess
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -192,12 +193,22 @@ def _no_constant(name: str) -> Any:
     raise SubmissionError(f"{name} is not a number JSON allows; claims are finite numbers")
 
 
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise SubmissionError(f"{text[:20]} overflows to {value}; claims are finite numbers")
+    return value
+
+
 def parse_submission(raw: bytes, path: Path) -> dict[str, Any]:
     """Parse and schema-check submission bytes; every failure is one ``SubmissionError`` line."""
     try:
-        data = json.loads(raw.decode("utf-8"), object_pairs_hook=_no_duplicate_keys, parse_constant=_no_constant)
+        data = json.loads(raw.decode("utf-8"), object_pairs_hook=_no_duplicate_keys, parse_constant=_no_constant,
+                          parse_float=_finite)
     except SubmissionError as exc:
         raise SubmissionError(f"{path}: {exc}") from None
+    except RecursionError:
+        raise SubmissionError(f"{path}: nested too deeply to be a submission") from None
     except ValueError as exc:  # UnicodeDecodeError and JSONDecodeError
         raise SubmissionError(f"{path}: not valid UTF-8 JSON ({str(exc).splitlines()[0][:120]})") from None
     try:
