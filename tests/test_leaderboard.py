@@ -496,3 +496,14 @@ def test_committed_entries_still_reproduce(path: Path) -> None:
     """The first episode of every committed entry reproduces exactly (a drift guard; the full rerun is verify's)."""
     verdict = verify_submission(load_submission(path).data, limit=1)
     assert verdict.accepted, verdict.message
+
+
+def test_rebuild_baselines_regenerates_verified_entries(tmp_path: Path) -> None:
+    from harness_gym.leaderboard.rebuild import rebuild_baselines
+
+    written = rebuild_baselines(tmp_path, "sim", policies=("noop",), env_ids=[ENV], runs=tmp_path / "runs",
+                                say=lambda _m: None)
+    entry = tmp_path / "submissions" / "dbbench-noop.json"
+    assert entry in written and (tmp_path / "verified" / "dbbench-noop.json") in written
+    assert status(tmp_path, load_submission(entry), TABLE).state == "verified"
+    assert "| 1 | [dbbench-noop](submissions/dbbench-noop.json) |" in (tmp_path / f"{TABLE.slug}.md").read_text(encoding="utf-8")
