@@ -35,7 +35,7 @@ from typing import Any
 from harness_gym.errors import PatchError, one_line
 from harness_gym.harness.files import Harness
 from harness_gym.harness.patch import LEAKAGE_PATTERNS, Patch
-from harness_gym.harness.policy import ALFWORLD_INSTANCE_ACTION_RE, parse_python
+from harness_gym.harness.policy import instance_action, parse_python
 
 MIN_GOLD_CHARS = 4
 MAX_GOLD_TOKENS = 64
@@ -149,9 +149,9 @@ def check_leakage(patch: Patch, gold: GoldStrings, *, base: Harness | None = Non
             if m:
                 raise _leak(piece.where, f"task-specific id or index {m.group(0)!r}", "remove ids and task indices")
         if benchmark == "alfworld":
-            m = ALFWORLD_INSTANCE_ACTION_RE.search(" ".join(piece.text.lower().split()))
-            if m:
-                raise _leak(piece.where, f"numbered ALFWorld instance action {m.group(0)[:40]!r}",
+            action = instance_action(" ".join(piece.text.lower().split()))
+            if action:
+                raise _leak(piece.where, f"numbered ALFWorld instance action {action[:40]!r}",
                             "use object types, not numbered instances such as 'shelf 1'")
         hit = gold.find(piece.text)
         if hit is not None:

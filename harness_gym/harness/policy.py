@@ -1,14 +1,36 @@
-"""Static AST policy for patch hook code (Harness-R1 ``compile_hook`` as the floor).
+"""Static AST policy for patch hook code: an allowlist of syntax (Harness-R1 ``compile_hook`` as the floor).
 
 Stdlib only: the sandbox worker loads this file by path, without the ``harness_gym``
 package. ``check_hook_code`` returns the module's entries ``(hook point, function
-name)`` or raises ``PolicyViolation`` with a one-line reason that names the line.
+name)`` or raises ``PolicyViolation`` with a one-line reason that names the line and
+the construct ("line 4: match statements are not allowed in hooks").
 
-Beyond Harness-R1 we also reject, because the AST cannot see inside format strings or
-because they lead to interpreter internals without an underscore:
-``.format``/``.format_map`` on anything but a literal template without attribute or
-index fields, frame/generator/traceback attributes, ``mro``, and attribute assignment
-(hooks keep state in ``nb``; state on functions or modules would leak across episodes).
+Every ``ast`` node class is classified in ``NODE_POLICY``: allowed (then checked by
+``_check_node``) or rejected with a reason; a class the table does not know is rejected,
+so syntax added by a future Python is closed until someone classifies it (and
+tests/test_policy.py fails until they do). The rule behind the table: no name that
+starts with ``_`` can be reached by any syntax. Names reach objects through identifiers,
+attributes, call keywords, import aliases, patterns and format templates, so
+
+- identifiers, attributes, keywords, arguments and except aliases may not start with
+  ``_``; ``**`` in a call (keyword names the AST cannot see) is rejected;
+- ``match`` is rejected outright: class patterns read attributes by name
+  (``case C(attr=x)``, ``__match_args__``) and mapping patterns look keys up on arbitrary
+  objects, and nothing a hook does needs more than ``if``/``elif``;
+- ``str.format`` is allowed only on a literal template without attribute or index
+  fields, and ``format_map`` not at all (templates are strings the AST cannot see into);
+  f-string format specs are plain expressions handed to ``format()``, which reads no
+  attributes, so they are allowed;
+- attributes that reach interpreter internals without an underscore are rejected: frames,
+  code, generator/coroutine and traceback attributes (``gi_``, ``cr_``, ``ag_``, ``f_``,
+  ``tb_``, ``co_`` prefixes) and ``mro``; getters that turn a string into an attribute
+  (``getattr``, ``attrgetter``, ``methodcaller``, ``vars``, ``dir``, ``type``…) are not
+  available under any name;
+- attribute assignment is rejected (hooks keep state in ``nb``; state on functions or
+  shared classes would leak across episodes and patches).
+
+Python normalizes identifiers with NFKC before the AST exists, so ``ｏｐｅｎ`` and
+``_﹍class__`` are checked as ``open`` and ``__class__``.
 """
 from __future__ import annotations
 
@@ -16,7 +38,7 @@ import ast
 import math
 import re
 from difflib import SequenceMatcher
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 HOOK_POINTS = ("on_init", "make_pre_hint", "on_before_action", "on_post_step")
 BENCHMARKS = ("dbbench", "webshop", "alfworld")
@@ -28,30 +50,79 @@ SAFE_BUILTIN_NAMES = (
     "round", "set", "sorted", "str", "sum", "tuple", "zip",
 )
 SAFE_MODULE_NAMES = ("math", "re", "SequenceMatcher")
+# Harness-R1's list: rejected as names, attributes, helper and argument names.
 FORBIDDEN_NAMES = frozenset({
     "eval", "exec", "compile", "open", "getattr", "setattr", "delattr", "type", "dir",
     "vars", "globals", "locals", "object", "super", "property", "classmethod",
     "staticmethod", "input", "help", "exit", "quit", "breakpoint", "memoryview",
     "__import__",
 })
-# Attributes that reach frames, code objects or the class hierarchy without a leading "_".
-FORBIDDEN_ATTRS = frozenset({
-    "gi_frame", "gi_code", "gi_yieldfrom", "gi_running", "cr_frame", "cr_code",
-    "cr_await", "ag_frame", "ag_code", "f_back", "f_globals", "f_locals", "f_builtins",
-    "f_code", "f_trace", "tb_frame", "tb_next", "mro", "format_map",
-})
-FORBIDDEN_NODES: dict[type, str] = {
-    ast.AsyncFunctionDef: "async def", ast.Await: "await", ast.ClassDef: "class",
-    ast.Delete: "del", ast.Global: "global", ast.Nonlocal: "nonlocal",
-    ast.Import: "import", ast.ImportFrom: "import", ast.Lambda: "lambda",
-    ast.Raise: "raise", ast.With: "with", ast.AsyncWith: "async with",
-    ast.While: "while", ast.Yield: "yield", ast.YieldFrom: "yield from",
-    ast.AsyncFor: "async for",
+# Attributes that reach the class hierarchy without a leading "_", or turn a string into
+# an attribute lookup (none is reachable today; named so a future object cannot add one).
+FORBIDDEN_ATTRS = frozenset({"mro", "format_map", "attrgetter", "methodcaller", "hasattr"})
+FORBIDDEN_ATTR_PREFIXES = ("gi_", "cr_", "ag_", "f_", "tb_", "co_")
+
+_ABSTRACT = "abstract AST base classes (ast.parse never produces one)"
+_DEPRECATED = "deprecated AST classes (ast.parse produces Constant/Subscript instead)"
+_TOP = "parser roots of other modes (hooks are parsed as a module)"
+# Every ast node class by name: None = allowed (with the checks in _check_node), else the
+# reason, phrased to read "line N: <reason> are not allowed in hooks (<hint>)".
+NODE_POLICY: dict[str, str | None] = {
+    # roots
+    "Module": None, "Interactive": _TOP, "Expression": _TOP, "FunctionType": _TOP, "Suite": _DEPRECATED,
+    # statements
+    "FunctionDef": None, "Return": None, "Assign": None, "AugAssign": None, "For": None, "If": None,
+    "Try": None, "Expr": None, "Pass": None, "Break": None, "Continue": None, "Assert": None,
+    "AsyncFunctionDef": "async def functions", "ClassDef": "class definitions", "Delete": "del statements",
+    "AnnAssign": "annotated assignments (annotations)", "AsyncFor": "async for loops",
+    "While": "while loops (use for over a range)", "With": "with statements",
+    "AsyncWith": "async with statements",
+    "Match": "match statements (class and mapping patterns read attributes by name; use if/elif)",
+    "Raise": "raise statements", "TryStar": "except* handlers", "Import": "import statements",
+    "ImportFrom": "import statements", "Global": "global statements", "Nonlocal": "nonlocal statements",
+    "TypeAlias": "type alias statements",
+    # expressions
+    "BoolOp": None, "NamedExpr": None, "BinOp": None, "UnaryOp": None, "IfExp": None, "Dict": None,
+    "Set": None, "ListComp": None, "SetComp": None, "DictComp": None, "GeneratorExp": None,
+    "Compare": None, "Call": None, "FormattedValue": None, "JoinedStr": None, "Constant": None,
+    "Attribute": None, "Subscript": None, "Starred": None, "Name": None, "List": None, "Tuple": None,
+    "Slice": None,
+    "Lambda": "lambda expressions", "Await": "await expressions", "Yield": "yield expressions",
+    "YieldFrom": "yield from expressions", "TemplateStr": "template strings (t-strings)",
+    "Interpolation": "template strings (t-strings)",
+    "Num": _DEPRECATED, "Str": _DEPRECATED, "Bytes": _DEPRECATED, "NameConstant": _DEPRECATED,
+    "Ellipsis": _DEPRECATED, "Index": _DEPRECATED, "ExtSlice": _DEPRECATED,
+    # contexts
+    "Load": None, "Store": None, "Del": "del statements", "AugLoad": _DEPRECATED, "AugStore": _DEPRECATED,
+    "Param": _DEPRECATED,
+    # operators
+    "And": None, "Or": None, "Add": None, "Sub": None, "Mult": None, "MatMult": None, "Div": None,
+    "Mod": None, "Pow": None, "LShift": None, "RShift": None, "BitOr": None, "BitXor": None,
+    "BitAnd": None, "FloorDiv": None, "Invert": None, "Not": None, "UAdd": None, "USub": None,
+    "Eq": None, "NotEq": None, "Lt": None, "LtE": None, "Gt": None, "GtE": None, "Is": None,
+    "IsNot": None, "In": None, "NotIn": None,
+    # parts of other nodes
+    "comprehension": None, "ExceptHandler": None, "arguments": None, "arg": None, "keyword": None,
+    "alias": "import statements", "withitem": "with statements",
+    "match_case": "match statements (use if/elif)", "MatchValue": "match patterns",
+    "MatchSingleton": "match patterns", "MatchSequence": "match patterns",
+    "MatchMapping": "match mapping patterns (they look keys up by name)",
+    "MatchClass": "match class patterns (they read attributes by name)", "MatchStar": "match patterns",
+    "MatchAs": "match patterns", "MatchOr": "match patterns", "TypeIgnore": "type: ignore comments",
+    "TypeVar": "type parameters", "ParamSpec": "type parameters", "TypeVarTuple": "type parameters",
+    # abstract bases
+    "AST": _ABSTRACT, "mod": _ABSTRACT, "stmt": _ABSTRACT, "expr": _ABSTRACT, "expr_context": _ABSTRACT,
+    "boolop": _ABSTRACT, "operator": _ABSTRACT, "unaryop": _ABSTRACT, "cmpop": _ABSTRACT,
+    "excepthandler": _ABSTRACT, "pattern": _ABSTRACT, "type_ignore": _ABSTRACT, "type_param": _ABSTRACT,
+    "slice": _ABSTRACT,
 }
-ALFWORLD_INSTANCE_ACTION_RE = re.compile(
-    r"\b(?:go to|take|pick up|put|open|close|toggle|clean|heat|cool|slice|examine|use)\b.*\b\d+\b",
-    re.IGNORECASE,
-)
+
+ALFWORLD_VERBS = r"go to|take|pick up|put|open|close|toggle|clean|heat|cool|slice|examine|use"
+# A verb followed, later on the same line, by a standalone number ("go to shelf 1").
+# Kept for short runtime strings; scans of patch text use ``instance_action`` (linear time).
+ALFWORLD_INSTANCE_ACTION_RE = re.compile(rf"\b(?:{ALFWORLD_VERBS})\b.*\b\d+\b", re.IGNORECASE)
+_VERB_RE = re.compile(rf"\b(?:{ALFWORLD_VERBS})\b", re.IGNORECASE)
+_NUMBER_RE = re.compile(r"\b\d+\b")
 
 MAX_CODE_CHARS = 8000
 MAX_AST_NODES = 1200
@@ -61,6 +132,24 @@ MAX_HELPERS = 5
 
 class PolicyViolation(ValueError):
     """Hook code breaks the sandbox policy; the message is one line."""
+
+
+def instance_action(text: str) -> str | None:
+    """What ``ALFWORLD_INSTANCE_ACTION_RE.search`` would match in ``text``, or None, in linear time.
+
+    The regex tries ``.*`` from every verb, which is quadratic on a long line of verbs; here
+    each line is scanned once: its first verb, then the last standalone number after it.
+    """
+    for line in text.split("\n"):
+        verb = _VERB_RE.search(line)
+        if verb is None:
+            continue
+        last = None
+        for last in _NUMBER_RE.finditer(line, verb.end()):
+            pass
+        if last is not None:
+            return line[verb.start():last.end()]
+    return None
 
 
 def parse_python(code: str) -> ast.Module:
@@ -116,14 +205,23 @@ RESERVED_NAMES = frozenset(SAFE_BUILTIN_NAMES) | frozenset(SAFE_MODULE_NAMES) | 
 
 
 def hook_globals() -> dict[str, Any]:
-    """A fresh globals dict for executing checked hook code."""
+    """A fresh globals dict for executing checked hook code: the allowlisted builtins and modules only."""
     return {"__builtins__": dict(SAFE_BUILTINS), **SAFE_MODULES}
 
 
-def _fail(node: ast.AST | None, reason: str) -> PolicyViolation:
-    line = getattr(node, "lineno", None)
+def attribute_allowed(name: str) -> bool:
+    """Whether hook code may read attribute ``name`` (the same rule the checker applies)."""
+    return not (name.startswith("_") or name in FORBIDDEN_NAMES or name in FORBIDDEN_ATTRS
+                or name.startswith(FORBIDDEN_ATTR_PREFIXES))
+
+
+def _fail(line: int | None, reason: str) -> PolicyViolation:
     where = f"line {line}: " if line else ""
     return PolicyViolation(" ".join(f"{where}{reason}".split()))
+
+
+def _line(node: ast.AST | None) -> int | None:
+    return getattr(node, "lineno", None)
 
 
 def check_hook_code(
@@ -155,17 +253,29 @@ def check_hook_code(
         body = body[1:]
     for node in body:
         if not isinstance(node, ast.FunctionDef):
-            label = FORBIDDEN_NODES.get(type(node))
-            raise _fail(node, f"forbidden syntax: {label}" if label else "hook code may contain only top-level function definitions")
+            reason = NODE_POLICY.get(type(node).__name__)
+            if reason:
+                raise _fail(_line(node), _not_allowed(reason))
+            raise _fail(_line(node), "hook code may contain only top-level function definitions")
     funcs: list[ast.FunctionDef] = body  # type: ignore[assignment]
     entries = _check_functions(funcs, style, point)
-    nodes = list(ast.walk(tree))
+    nodes = list(_walk(tree))
     if len(nodes) > MAX_AST_NODES:
         raise PolicyViolation(f"hook code has {len(nodes)} AST nodes, over the {MAX_AST_NODES} limit; simplify it")
     top = {id(f) for f in funcs}
-    for sub in nodes:
-        _check_node(sub, top, benchmark)
+    for sub, line in nodes:
+        _check_node(sub, line, top, benchmark)
     return entries
+
+
+def _walk(tree: ast.AST) -> Iterator[tuple[ast.AST, int | None]]:
+    """Every node with its line (a node without one, e.g. an operator, takes its parent's)."""
+    stack: list[tuple[ast.AST, int | None]] = [(tree, None)]
+    while stack:
+        node, line = stack.pop()
+        line = getattr(node, "lineno", None) or line
+        yield node, line
+        stack.extend((child, line) for child in reversed(list(ast.iter_child_nodes(node))))
 
 
 def _is_docstring(node: ast.stmt) -> bool:
@@ -186,17 +296,17 @@ def _check_functions(funcs: list[ast.FunctionDef], style: str, point: str) -> li
         helpers = [f for f in funcs if f.name not in HOOK_POINTS]
         entries = [(f.name, f.name) for f in entry_funcs]
     if len(helpers) > MAX_HELPERS:
-        raise _fail(helpers[MAX_HELPERS], f"at most {MAX_HELPERS} helper functions are allowed; found {len(helpers)}")
+        raise _fail(helpers[MAX_HELPERS].lineno, f"at most {MAX_HELPERS} helper functions are allowed; found {len(helpers)}")
     seen: set[str] = set()
     for f in funcs:
         if f.name in seen:
-            raise _fail(f, f"function {f.name!r} is defined twice")
+            raise _fail(f.lineno, f"function {f.name!r} is defined twice")
         seen.add(f.name)
     for f in helpers:
         if f.name.startswith("_") or f.name in FORBIDDEN_NAMES:
-            raise _fail(f, f"helper function uses forbidden name {f.name!r}")
+            raise _fail(f.lineno, f"helper function uses forbidden name {f.name!r}")
         if f.name in RESERVED_NAMES or (style == "module" and f.name in HOOK_POINTS):
-            raise _fail(f, f"helper function {f.name!r} shadows a reserved name; rename it")
+            raise _fail(f.lineno, f"helper function {f.name!r} shadows a reserved name; rename it")
     for f in entry_funcs:
         _check_signature(f, entry=True)
     for f in helpers:
@@ -206,82 +316,104 @@ def _check_functions(funcs: list[ast.FunctionDef], style: str, point: str) -> li
 
 def _check_signature(func: ast.FunctionDef, *, entry: bool) -> None:
     if func.decorator_list:
-        raise _fail(func, f"decorators are not allowed (on {func.name!r})")
+        raise _fail(func.lineno, f"decorators are not allowed (on {func.name!r})")
     if func.returns is not None:
-        raise _fail(func, f"annotations are not allowed (return of {func.name!r})")
+        raise _fail(func.lineno, f"annotations are not allowed (return of {func.name!r})")
     a = func.args
     if entry:
         plain = not (a.posonlyargs or a.vararg or a.kwonlyargs or a.kw_defaults or a.kwarg or a.defaults)
         if not plain or [x.arg for x in a.args] != ["ctx", "nb"]:
-            raise _fail(func, f"{func.name} must be defined exactly as {func.name}(ctx, nb)")
+            raise _fail(func.lineno, f"{func.name} must be defined exactly as {func.name}(ctx, nb)")
     every = list(a.posonlyargs) + list(a.args) + list(a.kwonlyargs)
     every += [x for x in (a.vararg, a.kwarg) if x is not None]
     seen: set[str] = set()
     for arg in every:
         if arg.arg in seen:
-            raise _fail(func, f"duplicate argument name {arg.arg!r}")
+            raise _fail(func.lineno, f"duplicate argument name {arg.arg!r}")
         seen.add(arg.arg)
         if arg.arg.startswith("_") or arg.arg in FORBIDDEN_NAMES:
-            raise _fail(func, f"argument uses forbidden name {arg.arg!r}")
+            raise _fail(func.lineno, f"argument uses forbidden name {arg.arg!r}")
         if arg.annotation is not None:
-            raise _fail(func, f"annotations are not allowed (argument {arg.arg!r})")
+            raise _fail(func.lineno, f"annotations are not allowed (argument {arg.arg!r})")
     for default in list(a.defaults) + [d for d in a.kw_defaults if d is not None]:
         ok = isinstance(default, ast.Constant) and isinstance(default.value, (str, int, float, bool, type(None)))
         if not ok:
-            raise _fail(default, f"helper defaults must be scalar constants (in {func.name!r})")
+            raise _fail(_line(default), f"helper defaults must be scalar constants (in {func.name!r})")
 
 
-def _check_node(node: ast.AST, top: set[int], benchmark: str) -> None:
-    for kind, label in FORBIDDEN_NODES.items():
-        if isinstance(node, kind):
-            raise _fail(node, f"forbidden syntax: {label}")
-    if isinstance(node, ast.comprehension) and node.is_async:
-        raise _fail(node.target, "forbidden syntax: async for")
-    if isinstance(node, ast.FunctionDef) and id(node) not in top:
-        raise _fail(node, "nested functions are not allowed")
-    if isinstance(node, ast.Try) or type(node).__name__ == "TryStar":
-        _check_try(node)  # type: ignore[arg-type]
+def _check_node(node: ast.AST, line: int | None, top: set[int], benchmark: str) -> None:
+    name = type(node).__name__
+    if name not in NODE_POLICY:
+        raise _fail(line, f"{name} syntax is not allowed in hooks (not classified by the sandbox policy)")
+    reason = NODE_POLICY[name]
+    if reason is not None:
+        raise _fail(line, _not_allowed(reason))
+    if isinstance(node, ast.FunctionDef):
+        if id(node) not in top:
+            raise _fail(line, "nested functions are not allowed in hooks; define a top-level helper")
+    elif isinstance(node, ast.comprehension):
+        if node.is_async:
+            raise _fail(line, "async for comprehensions are not allowed in hooks")
+    elif isinstance(node, ast.Try):
+        _check_try(node)
     elif isinstance(node, ast.Name):
         if node.id.startswith("_") or node.id in FORBIDDEN_NAMES:
-            raise _fail(node, f"forbidden name {node.id!r}")
+            raise _fail(line, f"forbidden name {node.id!r}")
     elif isinstance(node, ast.Attribute):
-        _check_attribute(node)
-    elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+        _check_attribute(node, line)
+    elif isinstance(node, ast.Call):
+        for kw in node.keywords:
+            if kw.arg is None:
+                raise _fail(_line(kw) or line, "** unpacking in a call is not allowed in hooks (keyword names the policy cannot see); pass keywords by name")
+    elif isinstance(node, ast.keyword):
+        if _keyword_bad(node.arg):
+            raise _fail(line, f"forbidden keyword name {node.arg!r}")
+    elif isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes)):
         if len(node.value) > MAX_STR_CHARS:
-            raise _fail(node, f"string literal has {len(node.value)} chars, over the {MAX_STR_CHARS} limit")
-        if benchmark == "alfworld" and ALFWORLD_INSTANCE_ACTION_RE.search(" ".join(node.value.lower().split())):
-            raise _fail(node, "hook must not hard-code numbered ALFWorld instance actions (e.g. 'go to shelf 1')")
-    elif isinstance(node, ast.arg) and (node.arg.startswith("_") or node.arg in FORBIDDEN_NAMES):
-        raise _fail(node, f"forbidden name {node.arg!r}")
+            raise _fail(line, f"string literal has {len(node.value)} chars, over the {MAX_STR_CHARS} limit")
+        if benchmark == "alfworld" and isinstance(node.value, str) and instance_action(" ".join(node.value.lower().split())):
+            raise _fail(line, "hook must not hard-code numbered ALFWorld instance actions (e.g. 'go to shelf 1')")
+    elif isinstance(node, ast.arg):
+        if node.arg.startswith("_") or node.arg in FORBIDDEN_NAMES:
+            raise _fail(line, f"forbidden name {node.arg!r}")
+
+
+def _not_allowed(reason: str) -> str:
+    """``"while loops (use for)"`` -> ``"while loops are not allowed in hooks (use for)"``."""
+    label, paren, hint = reason.partition(" (")
+    return f"{label} are not allowed in hooks" + (f" ({hint}" if paren else "")
+
+
+def _keyword_bad(arg: str | None) -> bool:
+    """A call keyword that names something a hook may not reach (``_``-names, forbidden names)."""
+    return arg is not None and (arg.startswith("_") or arg in FORBIDDEN_NAMES)
 
 
 def _check_try(node: ast.Try) -> None:
-    if type(node).__name__ == "TryStar":
-        raise _fail(node, "forbidden syntax: except*")
     if node.orelse or node.finalbody:
-        raise _fail(node, "try may not use else or finally")
+        raise _fail(node.lineno, "try may not use else or finally")
     if not node.handlers:
-        raise _fail(node, "try must catch Exception explicitly")
+        raise _fail(node.lineno, "try must catch Exception explicitly")
     for h in node.handlers:
         if not (isinstance(h.type, ast.Name) and h.type.id == "Exception"):
-            raise _fail(h, "try may only use 'except Exception'")
+            raise _fail(h.lineno, "try may only use 'except Exception'")
         if h.name and (h.name.startswith("_") or h.name in FORBIDDEN_NAMES):
-            raise _fail(h, f"exception alias uses forbidden name {h.name!r}")
+            raise _fail(h.lineno, f"exception alias uses forbidden name {h.name!r}")
 
 
-def _check_attribute(node: ast.Attribute) -> None:
+def _check_attribute(node: ast.Attribute, line: int | None) -> None:
     attr = node.attr
-    if attr.startswith("_") or attr in FORBIDDEN_NAMES or attr in FORBIDDEN_ATTRS:
-        raise _fail(node, f"forbidden attribute {attr!r}")
+    if not attribute_allowed(attr):
+        raise _fail(line, f"forbidden attribute {attr!r}")
     if not isinstance(node.ctx, ast.Load):
-        raise _fail(node, f"attribute assignment is not allowed ({attr!r}); keep state in nb")
+        raise _fail(line, f"attribute assignment is not allowed ({attr!r}); keep state in nb")
     if attr == "format":
         template = node.value
         if not (isinstance(template, ast.Constant) and isinstance(template.value, str)):
-            raise _fail(node, "'.format' is allowed only on a string literal; use an f-string")
+            raise _fail(line, "'.format' is allowed only on a string literal; use an f-string")
         problem = _format_template_problem(template.value)
         if problem:
-            raise _fail(node, f"format template {problem}; use an f-string")
+            raise _fail(line, f"format template {problem}; use an f-string")
 
 
 def _format_template_problem(template: str, depth: int = 0) -> str | None:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness_gym.harness.files import Harness, HookModule
-from harness_gym.harness.policy import ALFWORLD_INSTANCE_ACTION_RE, HOOK_POINTS
+from harness_gym.harness.policy import HOOK_POINTS, instance_action
 from harness_gym.sandbox.pool import SandboxPool
 
 MAX_TEXT_CHARS = 900
@@ -86,7 +86,7 @@ def _clean_action(value: Any, ctx: Any) -> str:
     if not isinstance(value, str):
         return ""
     action = " ".join(value.lower().split())
-    if action and ALFWORLD_INSTANCE_ACTION_RE.search(action) and action not in _admissible(ctx):
+    if action and instance_action(action) and action not in _admissible(ctx):
         return ""
     return action[:MAX_TEXT_CHARS]
 
