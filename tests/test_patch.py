@@ -131,7 +131,7 @@ R1_INVALID = {
     "empty_code": (r1([{"type": "add_code_hook", "hook": "on_init", "code": "  "}]), "non-empty 'code'"),
     "code_not_string": (r1([{"type": "add_code_hook", "hook": "on_init", "code": ["def hook(ctx, nb): pass"]}]), "non-empty 'code'"),
     "code_too_long": (r1([{"type": "add_code_hook", "hook": "on_init", "code": TRACKER + "#" * 8000}]), "over the 8000 limit"),
-    "code_policy": (r1([{"type": "add_code_hook", "hook": "on_init", "code": "import os\ndef hook(ctx, nb):\n    return None\n"}]), "fails the sandbox policy: line 1: forbidden syntax: import"),
+    "code_policy": (r1([{"type": "add_code_hook", "hook": "on_init", "code": "import os\ndef hook(ctx, nb):\n    return None\n"}]), "fails the sandbox policy: line 1: import statements are not allowed in hooks"),
     "code_leakage": (r1([{"type": "add_code_hook", "hook": "make_pre_hint", "code": "def hook(ctx, nb):\n    return {'message': 'Task 12 wants 4 Hours'}\n"}]), "leakage ('Task 12')"),
     "code_leakage_asin": (r1([{"type": "add_code_hook", "hook": "make_pre_hint", "code": "def hook(ctx, nb):\n    return {'message': f'buy {ctx.x} B0ABCDEFGH'}\n"}]), "leakage"),
     "description_too_long": (r1(description="word " * 200), "over the 900 limit"),
@@ -279,15 +279,15 @@ def test_bare_module_parses_and_applies(harness: Harness) -> None:
 
 
 def test_bare_module_policy_errors(harness: Harness) -> None:
-    fails("import os\n\ndef on_init(ctx, nb):\n    return None\n", harness, "forbidden syntax: import")
-    fails("def on_init(ctx, nb):\n    while True:\n        pass\n", harness, "line 2: forbidden syntax: while")
+    fails("import os\n\ndef on_init(ctx, nb):\n    return None\n", harness, "line 1: import statements are not allowed")
+    fails("def on_init(ctx, nb):\n    while True:\n        pass\n", harness, "line 2: while loops")
 
 
 # ------------------------------------------------------------------ malformed input
 
 def test_malformed_inputs_are_patch_errors(harness: Harness) -> None:
     fails(b"\xff\xfe not utf-8", harness, "not UTF-8")
-    fails("def on_init(ctx, nb):\x00\n", harness, "NUL byte")
+    fails("def on_init(ctx, nb):\x00\n", harness, "NUL character")
     fails("x" * 1_000_000, harness, "over the 200000 limit")
     fails("", harness, "empty patch")
     fails(" \n\t ", harness, "empty patch")

@@ -5,16 +5,26 @@ starts with ``--`` is never mistaken for a file header). Context and removed lin
 match the file exactly; a hunk may sit at another line than its header says (the
 nearest exact match after the previous hunk wins, as GNU patch does without fuzz).
 New files come from ``/dev/null``; a diff to ``/dev/null`` deletes the file.
+
+Linear time on any input: lines are read once; a hunk's candidate places come from an
+index of the file's lines (by each hunk's first old line) and are tried nearest-first,
+and the line comparisons of one diff are capped at ``WORK_PER_LINE`` per line of diff
+and file, so a diff built to make every hunk search the whole file gets a clear error.
 """
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from typing import Mapping
 
 from harness_gym.errors import PatchError, one_line
 
-_HUNK_RE = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+# Counts up to 9 digits: a longer number is no real line count (and int() of thousands of
+# digits raises ValueError instead of our PatchError).
+_HUNK_RE = re.compile(r"^@@ -(\d{1,9})(?:,(\d{1,9}))? \+(\d{1,9})(?:,(\d{1,9}))? @@")
+WORK_PER_LINE = 16
+WORK_SLACK = 100_000
 _PREAMBLE = ("diff ", "index ", "new file mode", "deleted file mode", "old mode", "new mode")
 _NO_EOL = "\\ No newline at end of file"
 DEV_NULL = "/dev/null"
@@ -143,7 +153,22 @@ def _strip_eol(hunk: _Hunk, tag: str) -> None:
             seq[-1] = seq[-1].rstrip("\r\n")
 
 
-def apply_file_diff(old_text: str | None, fd: FileDiff) -> str | None:
+class _Work:
+    """A budget of line comparisons shared by the hunks of one diff."""
+
+    def __init__(self, budget: int) -> None:
+        self.left = budget
+
+    def spend(self, n: int, path: str) -> None:
+        self.left -= n
+        if self.left < 0:
+            raise _err(
+                f"hunks of {path!r} match too many places in the file to be placed; "
+                "regenerate the diff against the current harness with more context lines"
+            )
+
+
+def apply_file_diff(old_text: str | None, fd: FileDiff, work: _Work | None = None) -> str | None:
     """Apply one file's hunks to its text (None = absent); return the new text or None."""
     path = fd.path
     if fd.old_path is None and old_text is not None:
@@ -151,10 +176,15 @@ def apply_file_diff(old_text: str | None, fd: FileDiff) -> str | None:
     if fd.old_path is not None and old_text is None:
         raise _err(f"diff edits {path!r} but the harness has no such file; use '--- /dev/null' to create it")
     lines = (old_text or "").splitlines(keepends=True)
+    if work is None:
+        work = _Work(WORK_PER_LINE * (len(lines) + sum(len(h.old) + len(h.new) for h in fd.hunks)) + WORK_SLACK)
+    index: dict[str, list[int]] = {}
+    for no, line in enumerate(lines):
+        index.setdefault(line, []).append(no)
     pos = 0
     result: list[str] = []
     for k, hunk in enumerate(fd.hunks, 1):
-        at = _locate(lines, hunk, pos)
+        at = _locate(lines, index, hunk, pos, work, path)
         if at is None:
             want = hunk.old[0].rstrip("\n") if hunk.old else ""
             raise _err(
@@ -173,20 +203,35 @@ def apply_file_diff(old_text: str | None, fd: FileDiff) -> str | None:
     return new_text
 
 
-def _locate(lines: list[str], hunk: _Hunk, pos: int) -> int | None:
+def _locate(lines: list[str], index: dict[str, list[int]], hunk: _Hunk, pos: int, work: _Work, path: str) -> int | None:
+    """The start (>= ``pos``) where ``hunk.old`` matches nearest its header line (ties: the earlier), or None."""
     size = len(hunk.old)
-    want = max(hunk.old_start - 1, 0) if size else hunk.old_start
     if size == 0:
-        return min(max(want, pos), len(lines))
-    candidates = [s for s in range(pos, len(lines) - size + 1) if lines[s:s + size] == hunk.old]
-    return min(candidates, key=lambda s: (abs(s - want), s)) if candidates else None
+        return min(max(hunk.old_start, pos), len(lines))
+    want = max(hunk.old_start - 1, 0)
+    spots = index.get(hunk.old[0], [])  # where the hunk's first old line occurs, ascending
+    lo, hi = bisect_left(spots, pos), bisect_right(spots, len(lines) - size)
+    above = bisect_left(spots, want, lo, hi)
+    below = above - 1
+    while below >= lo or above < hi:
+        if above >= hi or (below >= lo and want - spots[below] <= spots[above] - want):
+            start, below = spots[below], below - 1
+        else:
+            start, above = spots[above], above + 1
+        work.spend(size, path)
+        if lines[start:start + size] == hunk.old:
+            return start
+    return None
 
 
 def apply_unified_diff(files: Mapping[str, str], text: str) -> dict[str, str | None]:
     """Apply a unified diff to ``files``; return changes (path -> new text, None = delete)."""
     changes: dict[str, str | None] = {}
-    for fd in parse_unified_diff(text):
+    sections = parse_unified_diff(text)
+    file_lines = sum((files.get(fd.path) or "").count("\n") + 1 for fd in sections)
+    work = _Work(WORK_PER_LINE * (text.count("\n") + 1 + file_lines) + WORK_SLACK)
+    for fd in sections:
         if fd.path in changes:
             raise _err(f"diff touches {fd.path!r} twice; merge its hunks into one section")
-        changes[fd.path] = apply_file_diff(files.get(fd.path), fd)
+        changes[fd.path] = apply_file_diff(files.get(fd.path), fd, work)
     return changes

@@ -9,6 +9,12 @@
 3. A bare Python module defining hook-point functions -> ``hooks/NN_module.py``.
 
 Every error is a one-line ``PatchError``; an invalid patch never reaches a rollout.
+
+Parsing is linear in the patch's length: no regular expression with nested or adjacent
+quantifiers runs on unbounded input, tags are found by one scan, and the search for JSON
+objects in a ``<patch>`` block has a work budget (``_json_objects``). Odd text (lone
+surrogates, control characters, mixed line endings, overlong lines) is rejected by
+``hygiene.py`` before anything else looks at it.
 """
 from __future__ import annotations
 
@@ -22,6 +28,7 @@ from typing import Any, Mapping
 from harness_gym.errors import PatchError, one_line
 from harness_gym.harness.diff import apply_unified_diff, looks_like_diff
 from harness_gym.harness.files import Harness, hook_file_point, next_hook_path
+from harness_gym.harness.hygiene import check_line_lengths, check_strings, check_text
 from harness_gym.harness.policy import (
     BENCHMARKS,
     HOOK_POINTS,
@@ -46,14 +53,24 @@ FORMATS_HINT = (
     "(3) a Python module defining on_init / make_pre_hint / on_before_action / on_post_step"
 )
 # Harness-R1 leakage patterns (ASIN-like ids, task/index/sample numbers, benchmark+number).
+# Harness-R1 writes the second as ``\s*#?\s*``: two quantifiers around an optional ``#``
+# backtrack quadratically on a whitespace run; ``\s*(?:#\s*)?`` matches the same strings.
 LEAKAGE_PATTERNS = (
     re.compile(r"\b[bB]0[0-9a-zA-Z]{8}\b"),
-    re.compile(r"\b(?:task|index|sample)\s*#?\s*\d{1,5}\b", re.IGNORECASE),
+    re.compile(r"\b(?:task|index|sample)\s*(?:#\s*)?\d{1,5}\b", re.IGNORECASE),
     re.compile(r"\bwebshop[-_\s]*\d{1,5}\b", re.IGNORECASE),
     re.compile(r"\balfworld[-_\s]*\d{1,5}\b", re.IGNORECASE),
 )
 _PATH_RE = re.compile(r"^[A-Za-z0-9_.\-]+(?:/[A-Za-z0-9_.\-]+)*$")
 _ASSISTANT_TAG = "<|im_start|>assistant"
+_TAG_RE = re.compile(r"<(/?)(think|patch)>", re.IGNORECASE)
+_MODULE_RE = re.compile(r"^def[ \t]+(?:" + "|".join(HOOK_POINTS) + r")[ \t]*\(", re.MULTILINE)
+# JSON search in a <patch> block: decode windows start this small and double while a
+# failure might be the window's doing; the total window size is capped per input char.
+_JSON_WINDOW = 256
+_JSON_MARGIN = 16  # a failure this close to a window's end may be the window's doing
+_JSON_WORK_PER_CHAR = 8
+_JSON_WORK_SLACK = 65_536
 
 
 @dataclass(frozen=True)
@@ -116,8 +133,7 @@ def _decode(text: str | bytes) -> str:
         raise _err(f"patch must be str or bytes, got {type(text).__name__}")
     if len(text) > MAX_PATCH_CHARS:
         raise _err(f"patch has {len(text)} chars, over the {MAX_PATCH_CHARS} limit; send a smaller patch")
-    if "\x00" in text:
-        raise _err(f"patch contains a NUL byte at offset {text.index(chr(0))}; send plain text")
+    text = check_text(text, "patch")
     if not text.strip():
         raise _err(f"empty patch: nothing to apply; {FORMATS_HINT}")
     return text
@@ -135,14 +151,23 @@ def _extract_think_patch(text: str) -> dict[str, Any]:
     """Harness-R1 ``extract_prefilled_think_patch_json_object`` (also with a leading <think>)."""
     if _ASSISTANT_TAG in text:
         text = text.rsplit(_ASSISTANT_TAG, 1)[-1].lstrip()
-    if not re.match(r"(?is)^<think\b", text):
+    if not re.match(r"(?is)<think\b", text):
         text = "<think>\n" + text
-    if re.search(r"<think>\s*(.*?)\s*</think>", text, re.DOTALL | re.IGNORECASE) is None:
+    think_open, think_closed, block, last_block = False, False, None, None
+    for tag in _TAG_RE.finditer(text):  # one scan; same blocks as Harness-R1's lazy regexes
+        closing, name = tag.group(1) == "/", tag.group(2).lower()
+        if name == "think":
+            think_closed = think_closed or (closing and think_open)
+            think_open = think_open or not closing
+        elif not closing and block is None:
+            block = tag.end()
+        elif closing and block is not None:
+            last_block, block = (block, tag.start()), None
+    if not think_closed:
         raise _err("Harness-R1 reply needs a complete <think>…</think> block before <patch>; close it with </think> or send the bare JSON object")
-    blocks = list(re.finditer(r"<patch>\s*(.*?)\s*</patch>", text, re.DOTALL | re.IGNORECASE))
-    if not blocks:
+    if last_block is None:
         raise _err("Harness-R1 reply needs a complete <patch>…</patch> block; add the closing </patch>")
-    body = blocks[-1].group(1).strip()
+    body = text[last_block[0]:last_block[1]].strip()
     if not body:
         raise _err("the last <patch> block is empty; put one JSON object with 'benchmark' and 'actions' inside it")
     obj = _choose_json_object(body)
@@ -152,16 +177,50 @@ def _extract_think_patch(text: str) -> dict[str, Any]:
 
 
 def _json_objects(segment: str) -> list[dict[str, Any]]:
+    """Every JSON object that decodes at a ``{`` of ``segment``, in order (Harness-R1 semantics).
+
+    Decoding at every ``{`` of the whole text is quadratic (each failure also counts the
+    lines before it), so each attempt decodes a window that doubles only while its
+    failure lies within ``_JSON_MARGIN`` of the window's end (JSON decides every token
+    within that distance, so a failure further in is final and the result is exact), and
+    the windows' total size is capped at ``_JSON_WORK_PER_CHAR`` per character: ordinary
+    replies spend a few per character; text built to force re-scans gets a clear error.
+    """
     decoder = json.JSONDecoder()
     found: list[dict[str, Any]] = []
-    for m in re.finditer(r"\{", segment):
-        try:
-            obj, _ = decoder.raw_decode(segment, m.start())
-        except (json.JSONDecodeError, RecursionError):
-            continue
+    budget = _JSON_WORK_PER_CHAR * len(segment) + _JSON_WORK_SLACK
+    start = segment.find("{")
+    while start != -1:
+        obj, spent = _decode_at(decoder, segment, start)
+        budget -= spent
+        if budget < 0:
+            raise _err("the <patch> block has too many nested or unclosed '{' to search for the patch object; send exactly one JSON object")
         if isinstance(obj, dict):
             found.append(obj)
+        start = segment.find("{", start + 1)
     return found
+
+
+def _decode_at(decoder: json.JSONDecoder, segment: str, start: int) -> tuple[Any, int]:
+    """The JSON value at ``start`` (None when none decodes) and the window characters spent."""
+    head = segment[start + 1 : start + 64].lstrip()
+    if head and not head.startswith(('"', "}")):
+        return None, 1  # an object's first token after "{" is a key or "}"
+    size, spent = _JSON_WINDOW, 0
+    while True:
+        window = segment[start : start + size]
+        spent += len(window)
+        whole = start + size >= len(segment)
+        try:
+            return decoder.raw_decode(window)[0], spent
+        except RecursionError:
+            return None, spent
+        except ValueError as exc:  # JSONDecodeError, or an integer too long to convert
+            pos = getattr(exc, "pos", len(window))
+            near_end = pos >= len(window) - _JSON_MARGIN or "Unterminated string" in str(exc)
+            if whole or not near_end:
+                return None, spent
+        size *= 2
 
 
 def _choose_json_object(segment: str) -> dict[str, Any] | None:
@@ -182,7 +241,7 @@ def _choose_json_object(segment: str) -> dict[str, Any] | None:
 def _is_json_object(text: str) -> bool:
     try:
         return isinstance(json.loads(text), dict)
-    except (json.JSONDecodeError, RecursionError):
+    except (ValueError, RecursionError):  # ValueError: malformed, or an integer too long to convert
         return False
 
 
@@ -193,6 +252,8 @@ def _extract_bare_json(text: str) -> dict[str, Any]:
         raise _err(f"patch looks like JSON but does not parse ({exc.msg} at line {exc.lineno}); send one JSON object") from None
     except RecursionError:
         raise _err("patch JSON is nested too deeply; send a flat Harness-R1 patch object") from None
+    except ValueError:  # int() refuses numbers of over 4300 digits
+        raise _err("patch JSON has a number too long to decode (over 4300 digits); send one JSON object with ordinary numbers") from None
     if not isinstance(obj, dict) or not isinstance(obj.get("actions"), list):
         raise _err(f"JSON patch must be an object with an 'actions' list, got keys {sorted(obj)[:8] if isinstance(obj, dict) else type(obj).__name__}; {FORMATS_HINT}")
     return obj
@@ -202,6 +263,7 @@ def _parse_r1(obj: dict[str, Any], harness: Harness) -> Patch:
     """Harness-R1 ``normalize_patch`` + ``require_code_hook_only_patch`` + benchmark check."""
     if not isinstance(obj, dict):
         raise _err(f"Harness-R1 patch must be a JSON object, got {type(obj).__name__}")
+    check_strings(obj, "patch JSON string")
     raw_bench = obj.get("benchmark")
     benchmark = str(raw_bench or harness.benchmark).lower()
     if benchmark not in BENCHMARKS:
@@ -260,6 +322,8 @@ def _check_action(idx: int, action: Any, benchmark: str) -> tuple[str, str]:
         raise _err(f"action {idx} ({point}) must include non-empty 'code' defining hook(ctx, nb)")
     if len(code) > MAX_CODE_CHARS:
         raise _err(f"action {idx} ({point}) code has {len(code)} chars, over the {MAX_CODE_CHARS} limit")
+    code = check_text(code, f"action {idx} ({point}) code")
+    check_line_lengths(code, f"action {idx} ({point}) code")
     _check_code(code, benchmark, "harness_r1", point, f"action {idx} ({point})")
     return point, code
 
@@ -295,6 +359,8 @@ def _parse_diff(text: str, harness: Harness) -> Patch:
         else:
             files[path] = new
     for path, new in changes.items():
+        if new is not None:
+            check_line_lengths(new, path)
         _check_changed_file(path, new, harness, files)
     description = collapse("\n".join(preamble_lines))[:MAX_TEXT_CHARS]
     return Patch("diff", description, tuple(sorted(changes.items())))
@@ -355,14 +421,12 @@ def _same_kind(want: Any, value: Any) -> bool:
 # ---------------------------------------------------------------- format 3: bare module
 
 def _looks_like_module(text: str) -> bool:
-    try:
-        tree = parse_python(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return False
-    return any(isinstance(n, ast.FunctionDef) and n.name in HOOK_POINTS for n in tree.body)
+    """A top-level ``def <hook point>(`` line (a regex, not a parse: the text may be 200 KB)."""
+    return _MODULE_RE.search(text) is not None
 
 
 def _parse_module(text: str, harness: Harness) -> Patch:
+    check_line_lengths(text, "hook module")
     _check_code(text, harness.benchmark, "module", "", "hook module")
     tree = parse_python(text)
     description = collapse(ast.get_docstring(tree) or "")[:MAX_TEXT_CHARS]
