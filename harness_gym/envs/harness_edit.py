@@ -6,7 +6,8 @@ Description
     task identities with the same sampling seeds; the reward is the change in mean reward.
 Observation
     Text (``FreeText``): the engineer prompt with the packet (``info["packet"]`` holds the
-    structured form).
+    structured form); at most ``MAX_OBSERVATION_CHARS``: under sequential edits the
+    harness-file section is cut, with a marker, so the observation stays in its space.
 Action
     Text: Harness-R1 patch JSON, a unified diff over the harness files, or a Python module
     defining hooks (auto-detected).
@@ -28,7 +29,7 @@ from typing import Any
 import gymnasium as gym
 
 from harness_gym.envs.config import EnvConfig
-from harness_gym.envs.spaces import FreeText
+from harness_gym.envs.spaces import MAX_OBSERVATION_CHARS, FreeText
 from harness_gym.errors import ConfigError, PatchError
 from harness_gym.evaluation.benchmarks import get_benchmark
 from harness_gym.evaluation.cache import RolloutCache
@@ -36,7 +37,7 @@ from harness_gym.evaluation.executors import make_evaluator
 from harness_gym.evaluation.stats import paired_ci
 from harness_gym.harness.files import Harness
 from harness_gym.harness.leakage import GoldStrings, check_leakage
-from harness_gym.harness.patch import parse_patch
+from harness_gym.harness.patch import MAX_PATCH_CHARS, parse_patch
 from harness_gym.models.base import Sampling
 from harness_gym.models.factory import make_backend
 from harness_gym.packets.prompt import render_observation
@@ -56,8 +57,8 @@ class HarnessEditEnv(gym.Env):
         self.backend = cfg.backend or self.spec_.default_backend
         if self.split not in self.spec_.splits:
             raise ConfigError(f"split={self.split!r}: expected one of {list(self.spec_.splits)} for {cfg.benchmark}")
-        self.observation_space = FreeText(1_000_000)
-        self.action_space = FreeText(200_000)
+        self.observation_space = FreeText(MAX_OBSERVATION_CHARS)
+        self.action_space = FreeText(MAX_PATCH_CHARS)
         self.default_harness = self.spec_.default_harness()
         self._pool = self.spec_.load_tasks(self.split, Path(cfg.data_dir) if cfg.data_dir else None)
         if len(self._pool) < cfg.batch_size + cfg.heldout_batch_size:
@@ -231,7 +232,7 @@ class HarnessEditEnv(gym.Env):
         builder = packet_builder(self.config.benchmark)
         packet = builder(results, batch_tag=f"{self.split}-{self.batch_digest[:12]}",
                          batch_digest=self.batch_digest, harness=harness)
-        return render_observation(packet, harness), packet
+        return render_observation(packet, harness, max_chars=self.observation_space.max_length), packet
 
 
 def _mean(results: list[EpisodeResult]) -> float:

@@ -11,6 +11,10 @@ from typing import Any
 
 from gymnasium.spaces import Text
 
+# Every observation fits in this many characters: the harness-file section is cut to fit
+# (``render_observation(max_chars=…)``), however large sequential edits make the files.
+MAX_OBSERVATION_CHARS = 1_000_000
+
 
 class FreeText(Text):
     def __init__(self, max_length: int, *, min_length: int = 0, seed: int | None = None) -> None:

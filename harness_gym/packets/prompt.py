@@ -54,8 +54,13 @@ def _harness_section(harness: HarnessView, parts: PromptParts) -> str:
     )
 
 
-def render_observation(packet: Packet, harness: HarnessView) -> str:
-    """The full text an editor reads for ``packet`` under ``harness``."""
+def render_observation(packet: Packet, harness: HarnessView, max_chars: int | None = None) -> str:
+    """The full text an editor reads for ``packet`` under ``harness``, at most ``max_chars`` long.
+
+    Only the harness-file section is cut to fit (the instructions and the evidence are what
+    the editor needs; files grow without bound under sequential edits), at a line boundary,
+    with a marker saying how much is missing.
+    """
     parts = prompt_parts(packet.benchmark)
     if harness.benchmark != packet.benchmark:
         raise ConfigError(
@@ -67,7 +72,7 @@ def render_observation(packet: Packet, harness: HarnessView) -> str:
             f"harness version {harness.version!r} differs from the packet's "
             f"{packet.harness_version!r}; render the packet with the harness it was built under"
         )
-    sections = [
+    sections = [clean_text(s) for s in (
         parts.scope,
         _protocol(parts),
         parts.hook_api(),
@@ -75,5 +80,20 @@ def render_observation(packet: Packet, harness: HarnessView) -> str:
         _harness_section(harness, parts),
         MARKER,
         packet.text,
-    ]
-    return clean_text("\n\n".join(sections))
+    )]
+    text = "\n\n".join(sections)  # clean_text keeps newlines, so cleaning per section = cleaning the whole
+    if max_chars is None or len(text) <= max_chars:
+        return text
+    room = max_chars - (len(text) - len(sections[4]))
+    sections[4] = _cut(sections[4], room)
+    return "\n\n".join(sections)[:max_chars]  # the slice only bites if the fixed sections alone are too long
+
+
+def _cut(section: str, room: int) -> str:
+    """``section`` cut at a line boundary to at most ``room`` characters, ending in a truncation marker."""
+    marker = (f"\n[harness files truncated: {{shown:,}} of {len(section):,} characters shown; the observation "
+              "is capped. Diff only against the lines shown above, or add new hook files.]")
+    keep = max(room - len(marker) - 12, 0)  # 12: room for the shown count's digits
+    cut = section.rfind("\n", 0, keep + 1)
+    body = section[: cut if cut > 0 else keep]
+    return body + marker.format(shown=len(body))
