@@ -1,5 +1,9 @@
 """A corpus of hostile patches, each run through the env: contained, scored right, nothing escapes.
 
+Two corpora: the original one below (single payloads, Harness-R1 format, DBBench), and the
+attack-class corpus of ``hostile_corpus.py``, each case in all three patch formats on
+DBBench and a representative subset in every env.
+
 Every case ends in one of two ways: a clear one-line ``patch_error`` (the patch never runs;
 reward = ``invalid_patch_reward``) or a runtime no-op (the sandbox stops the hook; the
 reward equals a harmless no-op patch's, and the hook's failure is recorded as an event).
@@ -21,6 +25,7 @@ import pytest
 
 import harness_gym  # noqa: F401
 from baselines.hr1 import harness_r1_patch
+from hostile_corpus import CASES, EVERY_ENV, FORMATS, Case, render
 from harness_gym.evaluation.cache import RolloutCache
 from harness_gym.harness.patch import parse_patch
 
@@ -208,6 +213,8 @@ def _hook_errors(env: Any, text: Any) -> list[str]:
 
 def test_corpus_is_large_enough() -> None:
     assert len(REJECT) + len(NOOP) + len(SILENT_NOOP) >= 40
+    assert len({c.klass for c in CASES}) >= 10 and len(CASES) * len(FORMATS) >= 300
+    assert set(EVERY_ENV) <= {c.name for c in CASES}
 
 
 @pytest.mark.parametrize("name", sorted(REJECT))
@@ -270,3 +277,73 @@ def test_workers_run_under_the_reported_layers(env: Any) -> None:
     for pid in env.unwrapped.evaluator.sandbox.pids():
         environ = Path(f"/proc/{pid}/environ").read_bytes()
         assert b"HARNESS_GYM" not in environ and b"MYSQL" not in environ
+
+
+# ------------------------------------------------------------------ the attack-class corpus
+
+_BY_NAME = {c.name: c for c in CASES}
+_OTHER_ENVS: dict[str, tuple[Any, float]] = {}
+
+
+def _env_for(env_id: str) -> tuple[Any, float]:
+    """A reset env of ``env_id`` and its no-op reward (WebShop, ALFWorld: built once, on first use)."""
+    if env_id not in _OTHER_ENVS:
+        e = gym.make(env_id, batch_size=3)
+        e.unwrapped.evaluator.sandbox.call_timeout_s = CALL_TIMEOUT_S
+        e.reset(seed=SEED)
+        bench = e.unwrapped.config.benchmark
+        _, reward, _, _, info = e.step(render(Case("noop", "noop", "return None", "noop", ""), "harness_r1", bench))
+        assert info["patch_valid"], info["patch_error"]
+        _OTHER_ENVS[env_id] = (e, reward)
+    return _OTHER_ENVS[env_id]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _close_other_envs() -> Iterator[None]:
+    yield
+    for e, _ in _OTHER_ENVS.values():
+        e.close()
+    _OTHER_ENVS.clear()
+
+
+def _check_case(env: Any, noop_reward: float, case: Case, fmt: str) -> None:
+    """``case`` in format ``fmt`` ends as its class says, and nothing escapes."""
+    text = render(case, fmt, env.unwrapped.config.benchmark)
+    before = _listing()
+    _, reward, _, _, info = env.step(text)
+    needles = [n.lower() for n in case.needle.split("|")]
+    if case.expect == "reject":
+        assert info["patch_valid"] is False, (case.name, fmt)
+        err = info["patch_error"]
+        assert isinstance(err, str) and "\n" not in err and len(err) <= 300
+        assert any(n in err.lower() for n in needles), err
+        assert reward == env.unwrapped.config.invalid_patch_reward
+    else:
+        assert info["patch_valid"], info["patch_error"]
+        assert reward == noop_reward and info["incomplete"] == []
+        errors = _hook_errors(env, text)
+        assert errors and all("\n" not in e for e in errors)
+        assert any(n in e.lower() for e in errors for n in needles), errors[:3]
+    assert _listing() == before
+    assert LISTENER.accepted == 0
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("name", [c.name for c in CASES])
+def test_attack_class_in_every_format(env: Any, noop_reward: float, name: str, fmt: str) -> None:
+    _check_case(env, noop_reward, _BY_NAME[name], fmt)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("name", EVERY_ENV)
+@pytest.mark.parametrize("env_id", ["HarnessEdit-WebShop-v0", "HarnessEdit-ALFWorld-v0"])
+def test_attack_class_in_every_env(env_id: str, name: str, fmt: str) -> None:
+    e, noop_reward = _env_for(env_id)
+    _check_case(e, noop_reward, _BY_NAME[name], fmt)
+
+
+def test_env_scores_a_benign_patch_after_the_class_corpus(env: Any, noop_reward: float) -> None:
+    _benign(env, noop_reward)
+    for e, reward in _OTHER_ENVS.values():
+        _, got, _, _, info = e.step(render(Case("b", "b", "nb['after'] = 1\nreturn None", "", ""), "module", e.unwrapped.config.benchmark))
+        assert info["patch_valid"] and got == reward, info["patch_error"]
