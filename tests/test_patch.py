@@ -6,6 +6,8 @@ import random
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from harness_gym.errors import PatchError
 from harness_gym.harness.files import Harness
@@ -340,3 +342,207 @@ def test_harness_files_contract(tmp_path: Any, harness: Harness) -> None:
     assert sorted(loaded.files) == ["config.json", "hooks/01_on_init.py", "system_prompt.md", "tools.json"]
     assert loaded.hook_modules()[0].entries == (("on_init", "hook"),)
     assert "=== config.json ===\n{" in loaded.render()
+
+
+# ------------------------------------------------------------------ linear time on hostile input
+
+_DIFF_HEAD = "--- a/system_prompt.md\n+++ b/system_prompt.md\n"
+HOSTILE = {  # each input is built to make a naive parser do super-linear work (see benchmarks/bench_parse.py)
+    "think_whitespace": lambda n: "<think>" + " " * n + "<patch>",
+    "think_whitespace_closed": lambda n: "<think>" + " " * n + "</think>\n<patch>" + " " * n,
+    "unclosed_tags": lambda n: "<think>" * (n // 7) + "<patch>" * (n // 7),
+    "nested_tags": lambda n: "<think><patch>" * (n // 30) + "</patch></think>" * (n // 30),
+    "many_patch_blocks": lambda n: "x</think>" + "<patch>{}</patch>" * (n // 17),
+    "unclosed_string": lambda n: '</think><patch>{"a": "' + "x" * n + "</patch>",
+    "brace_nesting": lambda n: "</think><patch>" + '{"a":' * (n // 5) + "</patch>",
+    "brace_flood": lambda n: "</think><patch>" + '{"{"' * (n // 4) + "</patch>",
+    "key_flood": lambda n: "</think><patch>" + '{"' + "{a" * (n // 2) + "</patch>",
+    "array_nesting": lambda n: '</think><patch>{"a":' + "[" * (n // 2) + "</patch>",
+    "whitespace_json": lambda n: '{"actions": [' + " " * n + "]}",
+    "bare_json_nesting": lambda n: '{"actions": ' + "[" * (n // 2) + "]" * (n // 2) + "}",
+    "huge_integer": lambda n: '{"actions": [' + "9" * n + "]}",
+    "huge_integer_in_patch": lambda n: "</think><patch>" + '{"a": ' + "9" * n + "}</patch>",
+    "hunk_flood": lambda n: _DIFF_HEAD + "@@ -1,0 +1,0 @@\n" * (n // 16),
+    "hunk_count_digits": lambda n: _DIFF_HEAD + "@@ -1," + "9" * n + " +1 @@\n",
+    "long_diff_line": lambda n: _DIFF_HEAD + "@@ -1 +1 @@\n-You are a SQL agent.\n+" + "x" * n + "\n",
+    "leakage_whitespace": lambda n: _DIFF_HEAD + "@@ -0,0 +1,30 @@\n" + ("+task" + " " * (n // 40) + "x\n") * 30,
+    "module_flood": lambda n: "def on_init(ctx, nb):\n" + "    x = 1\n" * (n // 10),
+    "fence_flood": lambda n: "```" + "`" * n,
+}
+
+
+@pytest.mark.timeout(120)  # generous: each input parses in milliseconds; a quadratic parser would need minutes or days
+@pytest.mark.parametrize("size", [10_000, 100_000])
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_hostile_inputs_parse_or_fail_cleanly(harness: Harness, name: str, size: int) -> None:
+    text = HOSTILE[name](size)
+    try:
+        patch = parse_patch(text, harness)
+    except PatchError as exc:
+        assert "\n" not in str(exc) and len(str(exc)) <= 300
+    else:
+        from harness_gym.harness.leakage import GoldStrings, check_leakage
+
+        try:
+            check_leakage(patch, GoldStrings(benchmark="dbbench"), base=harness)
+        except PatchError as exc:
+            assert "\n" not in str(exc)
+
+
+def test_json_search_work_is_bounded_per_character(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The windows decoded for one <patch> block never exceed the per-character budget, on any input."""
+    import harness_gym.harness.patch as patch_mod
+
+    spent: list[int] = []
+    real = patch_mod._decode_at
+
+    def counting(decoder: Any, segment: str, start: int) -> Any:
+        value, cost = real(decoder, segment, start)
+        spent.append(cost)
+        return value, cost
+
+    monkeypatch.setattr(patch_mod, "_decode_at", counting)
+    for name in ("brace_nesting", "brace_flood", "key_flood", "array_nesting", "unclosed_string"):
+        segment = HOSTILE[name](100_000).split("<patch>", 1)[1].rsplit("</patch>", 1)[0]
+        spent.clear()
+        try:
+            patch_mod._json_objects(segment)
+        except PatchError as exc:
+            assert "too many nested or unclosed" in str(exc)
+        assert sum(spent) <= patch_mod._JSON_WORK_PER_CHAR * len(segment) + patch_mod._JSON_WORK_SLACK + 2 * len(segment)
+
+
+# ------------------------------------------------------------------ same results as Harness-R1's parser
+
+def _r1_reference_blocks(text: str) -> tuple[bool, str | None]:
+    """Harness-R1's regexes: (complete think block?, body of the last patch block or None)."""
+    import re
+
+    think = re.search(r"<think>\s*(.*?)\s*</think>", text, re.DOTALL | re.IGNORECASE) is not None
+    blocks = list(re.finditer(r"<patch>\s*(.*?)\s*</patch>", text, re.DOTALL | re.IGNORECASE))
+    return think, (blocks[-1].group(1).strip() if blocks else None)
+
+
+def _r1_reference_objects(segment: str) -> list[Any]:
+    """Harness-R1's search: decode at every '{' of the whole segment."""
+    import json as json_mod
+
+    decoder, found = json_mod.JSONDecoder(), []
+    for i, c in enumerate(segment):
+        if c == "{":
+            try:
+                obj, _ = decoder.raw_decode(segment, i)
+            except (ValueError, RecursionError):
+                continue
+            if isinstance(obj, dict):
+                found.append(obj)
+    return found
+
+
+TAG_PIECES = ["<think>", "</think>", "<patch>", "</patch>", "<PATCH>", "</Think>", "<think >", " ", "\n", "x", "{}",
+              '{"actions": []}', "<", ">", "/"]
+JSON_PIECES = ["{", "}", '"a"', '"', ":", ",", "[", "]", "1", " ", "\\", '\\"', "true", "tru", "-", "e5", '{"b": {}}',
+               '"actions"', "{\"x\":", "x"]
+
+
+@settings(max_examples=400, deadline=None, database=None)
+@given(st.lists(st.sampled_from(TAG_PIECES), max_size=24).map("".join))
+def test_tag_scan_finds_what_harness_r1_regexes_find(text: str) -> None:
+    import harness_gym.harness.patch as patch_mod
+
+    import re
+
+    think, body = _r1_reference_blocks(text if re.match(r"(?is)<think\b", text) else "<think>\n" + text)
+    try:
+        patch_mod._extract_think_patch(text)
+    except PatchError as exc:
+        message = str(exc)
+        if not think:
+            assert "complete <think>" in message
+        elif body is None:
+            assert "complete <patch>" in message
+        elif not body:
+            assert "is empty" in message
+        else:
+            assert "no JSON object" in message or "actions" in message or "benchmark" in message
+    else:
+        assert think and body
+
+
+@settings(max_examples=600, deadline=None, database=None)
+@given(st.lists(st.sampled_from(JSON_PIECES), max_size=30).map("".join))
+def test_json_search_finds_what_harness_r1_finds(segment: str) -> None:
+    import harness_gym.harness.patch as patch_mod
+
+    assert patch_mod._json_objects(segment) == _r1_reference_objects(segment)
+
+
+def test_json_search_windows_give_exact_results_across_window_edges() -> None:
+    import harness_gym.harness.patch as patch_mod
+
+    for pad in range(230, 280, 3):  # objects and failures that straddle the first window's end
+        for tail in ('"}', '", "b": tru', '", "b": 12345678901234567890}', '", "b": "c"} {"d": 1}', '\\u00e9"}'):
+            segment = 'x {"a": "' + "y" * pad + tail + ' {"e": [1, 2]}'
+            assert patch_mod._json_objects(segment) == _r1_reference_objects(segment), (pad, tail)
+
+
+# ------------------------------------------------------------------ diff placement: same as a full scan, linear
+
+def _reference_locate(lines: list[str], old: list[str], old_start: int, pos: int) -> int | None:
+    size, want = len(old), max(old_start - 1, 0)
+    spots = [s for s in range(pos, len(lines) - size + 1) if lines[s:s + size] == old]
+    return min(spots, key=lambda s: (abs(s - want), s)) if spots else None
+
+
+@settings(max_examples=400, deadline=None, database=None)
+@given(st.lists(st.sampled_from(["a\n", "b\n", "c\n"]), max_size=30), st.lists(st.sampled_from(["a\n", "b\n", "c\n"]), min_size=1, max_size=4),
+       st.integers(0, 35), st.integers(0, 30))
+def test_hunk_placement_matches_a_full_scan(lines: list[str], old: list[str], old_start: int, pos: int) -> None:
+    from harness_gym.harness import diff as diff_mod
+
+    index: dict[str, list[int]] = {}
+    for no, line in enumerate(lines):
+        index.setdefault(line, []).append(no)
+    hunk = diff_mod._Hunk(old_start=old_start, old=list(old), new=[])
+    got = diff_mod._locate(lines, index, hunk, min(pos, len(lines)), diff_mod._Work(10**9), "f")
+    assert got == _reference_locate(lines, old, old_start, min(pos, len(lines)))
+
+
+def test_many_hunks_over_a_large_file_apply_in_linear_work(harness: Harness) -> None:
+    big = harness.with_files({"notes.md": "x\n" * 50_000})
+    diff = "--- a/notes.md\n+++ b/notes.md\n" + "@@ -1,1 +1,1 @@\n-x\n+y\n" * 4_000
+    patched = parse_patch(diff, big).apply(big)
+    assert patched.files["notes.md"] == "y\n" * 4_000 + "x\n" * 46_000
+    far = "--- a/notes.md\n+++ b/notes.md\n" + "@@ -50000,2 +50000,1 @@\n-x\n-z\n+y\n" * 3
+    fails(far, big, "does not apply")
+
+
+# ------------------------------------------------------------------ odd text
+
+@pytest.mark.parametrize("text, needle", [
+    ("def on_init(ctx, nb):\n    return '\ud800'\n", "lone surrogate (U+D800)"),
+    ("\ufeffdef on_init(ctx, nb):\n    return None\n", "byte-order mark"),
+    ("def on_init(ctx, nb):\n    return None\u2028\n", "line separator (U+2028)"),
+    ("def on_init(ctx, nb):\n    return '\x1b[31m'\n", "control character (U+001B)"),
+    ("def on_init(ctx, nb):\n    return '\x85'\n", "next-line"),
+    ("def on_init(ctx, nb):\n    return '\U0001fffe'\n", "noncharacter (U+1FFFE)"),
+    ("def on_init(ctx, nb):\r    return None\r", "bare carriage return"),
+    ("def on_init(ctx, nb):\r\n    return None\n", "mixes CRLF and LF"),
+    (reply(r1(description="a\ud83dz")), "lone surrogate"),
+    (json.dumps(r1(description="ok", schema_version="v\u0000")), "NUL character"),
+    (json.dumps(r1(actions=[{"type": "add_code_hook", "hook": "on_init", "code": GUARD.replace("\n", "\r\n", 1)}])), "mixes CRLF and LF"),
+    ("--- /dev/null\n+++ b/hooks/01_on_init.py\n@@ -0,0 +1,2 @@\n+def hook(ctx, nb):\n+    return '" + "x" * 4100 + "'\n", "over the 4000 limit"),
+])
+def test_odd_text_is_a_one_line_error(harness: Harness, text: str, needle: str) -> None:
+    message = fails(text, harness, needle)
+    message.encode("utf-8")
+
+
+def test_crlf_throughout_is_read_as_lf(harness: Harness) -> None:
+    lf = parse_patch(MODULE, harness)
+    assert parse_patch(MODULE.replace("\n", "\r\n"), harness).changes == lf.changes
+    diff = "--- a/system_prompt.md\n+++ b/system_prompt.md\n@@ -1 +1,2 @@\n You are a SQL agent.\n+Check first.\n"
+    assert parse_patch(diff.replace("\n", "\r\n"), harness).changes == parse_patch(diff, harness).changes
+    code = GUARD.replace("\n", "\r\n")
+    crlf = parse_patch(json.dumps(r1(actions=[{"type": "add_code_hook", "hook": "on_before_action", "code": code}])), harness)
+    assert crlf.changes == (("hooks/01_on_before_action.py", GUARD),)

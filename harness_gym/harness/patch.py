@@ -67,6 +67,9 @@ _TAG_RE = re.compile(r"<(/?)(think|patch)>", re.IGNORECASE)
 _MODULE_RE = re.compile(r"^def[ \t]+(?:" + "|".join(HOOK_POINTS) + r")[ \t]*\(", re.MULTILINE)
 # JSON search in a <patch> block: decode windows start this small and double while a
 # failure might be the window's doing; the total window size is capped per input char.
+# What a JSON object starts with: "{" then "}" or a key string and ":". Linear: a key
+# scan stops at the next unescaped quote, and the quote after the next '{"' ends it.
+_OBJECT_START = re.compile(r'\{[ \t\n\r]*(?:\}|"(?:[^"\\]|\\.)*"[ \t\n\r]*:)', re.DOTALL)
 _JSON_WINDOW = 256
 _JSON_MARGIN = 16  # a failure this close to a window's end may be the window's doing
 _JSON_WORK_PER_CHAR = 8
@@ -203,23 +206,24 @@ def _json_objects(segment: str) -> list[dict[str, Any]]:
 
 def _decode_at(decoder: json.JSONDecoder, segment: str, start: int) -> tuple[Any, int]:
     """The JSON value at ``start`` (None when none decodes) and the window characters spent."""
-    head = segment[start + 1 : start + 64].lstrip()
-    if head and not head.startswith(('"', "}")):
-        return None, 1  # an object's first token after "{" is a key or "}"
+    opening = _OBJECT_START.match(segment, start)
+    if opening is None:  # not "{}" nor '{"key":': no JSON object starts here (and no exception to build)
+        return None, 1
     size, spent = _JSON_WINDOW, 0
     while True:
         window = segment[start : start + size]
-        spent += len(window)
         whole = start + size >= len(segment)
         try:
-            return decoder.raw_decode(window)[0], spent
+            value, end = decoder.raw_decode(window)
+            return value, spent + end
         except RecursionError:
-            return None, spent
+            return None, spent + len(window)
         except ValueError as exc:  # JSONDecodeError, or an integer too long to convert
             pos = getattr(exc, "pos", len(window))
             near_end = pos >= len(window) - _JSON_MARGIN or "Unterminated string" in str(exc)
             if whole or not near_end:
-                return None, spent
+                return None, spent + pos + 1
+        spent += len(window)
         size *= 2
 
 
