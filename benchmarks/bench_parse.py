@@ -209,7 +209,8 @@ def main(argv: list[str] | None = None) -> int:
                 if after.get("seconds"):
                     lower = "≥ " if before.get("seconds") is None else ""
                     b = before["seconds"] if before.get("seconds") is not None else args.timeout
-                    ratio = f"{lower}{b / after['seconds']:.0f}×"
+                    r = b / after["seconds"]
+                    ratio = f"{lower}{r:.0f}×" if r >= 10 else f"{lower}{r:.1f}×"
                 rows.append({"case": case, "size": after.get("chars", size), "before": before, "after": after})
                 print(f"| {case} | {after.get('chars', size):,} | {_fmt(before, args.timeout)} | {_fmt(after, args.timeout)} | "
                       f"{ratio} | {before['outcome'][:50]} | {after['outcome'][:50]} |", flush=True)

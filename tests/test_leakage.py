@@ -238,3 +238,19 @@ def test_webshop_titles_and_alfworld_hiding_places_are_gold_and_innocent_patches
         assert checked >= 50 and rejected == [], rejected[:3]
     finally:
         e.close()
+
+
+def test_compatibility_forms_and_format_characters_do_not_hide_leaks() -> None:
+    """Fullwidth letters and digits, zero-width spaces and soft hyphens are folded away before matching."""
+    from harness_gym.harness.patch import Patch
+
+    gold = GoldStrings.build(["Pacific Ocean trading 4471"], benchmark="dbbench")
+    for disguised in ("Ｐａｃｉｆｉｃ Ｏｃｅａｎ ｔｒａｄｉｎｇ ４４７１", "Pac\u200bific Oc\u00adean trading 44\u200d71",
+                      "pacific ocean\u2060 TRADING 4471"):
+        patch = Patch("diff", "", (("skills/a.md", f"Prefer {disguised} rows.\n"),))
+        with pytest.raises(PatchError, match="a value from this batch"):
+            check_leakage(patch, gold)
+    for disguised in ("ｔａｓｋ ＃１２", "task\u200b 12"):
+        with pytest.raises(PatchError, match="id or index"):
+            check_leakage(Patch("diff", "", (("skills/a.md", f"For {disguised} commit.\n"),)), gold)
+    check_leakage(Patch("diff", "", (("skills/a.md", "Prefer Pacific rows.\n"),)), gold)  # innocent text still passes

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import ast
 import re
+import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -63,9 +64,22 @@ distinct like between is not null and or asc desc union all exists any some true
 """.split())
 
 
+def fold(text: str) -> str:
+    r"""``text`` as the checks read it: NFKC (fullwidth and other compatibility forms become
+    plain letters and digits) without format characters (zero-width spaces and joiners,
+    soft hyphens), so ``Ｐａｃｉ\u200bｆｉｃ`` is read as ``Pacific``.
+
+    Cross-script look-alikes (Cyrillic ``а`` for Latin ``a``) are not folded: NFKC keeps them apart.
+    """
+    text = unicodedata.normalize("NFKC", text)
+    if text.isprintable() or not any(unicodedata.category(c) == "Cf" for c in text):
+        return text
+    return "".join(c for c in text if unicodedata.category(c) != "Cf")
+
+
 def tokens(text: str) -> list[str]:
-    """Lowercase alphanumeric tokens: the unit gold strings are matched on."""
-    return _TOKEN.findall(text.lower())
+    """Lowercase alphanumeric tokens of the folded text: the unit gold strings are matched on."""
+    return _TOKEN.findall(fold(text).lower())
 
 
 def _norm(text: str) -> str:
@@ -144,16 +158,17 @@ def check_leakage(patch: Patch, gold: GoldStrings, *, base: Harness | None = Non
     """
     benchmark = gold.benchmark or (base.benchmark if base is not None else "")
     for piece in _pieces(patch, base):
+        text = fold(piece.text)
         for pattern in LEAKAGE_PATTERNS:
-            m = pattern.search(piece.text)
+            m = pattern.search(text)
             if m:
                 raise _leak(piece.where, f"task-specific id or index {m.group(0)!r}", "remove ids and task indices")
         if benchmark == "alfworld":
-            action = instance_action(" ".join(piece.text.lower().split()))
+            action = instance_action(" ".join(text.lower().split()))
             if action:
                 raise _leak(piece.where, f"numbered ALFWorld instance action {action[:40]!r}",
                             "use object types, not numbered instances such as 'shelf 1'")
-        hit = gold.find(piece.text)
+        hit = gold.find(text)
         if hit is not None:
             raise _leak(piece.where, f"a value from this batch's task data ({hit[:40]!r}: a reference answer, reference SQL or table cell)",
                         "write rules that generalise, not the batch's answers or values")

@@ -128,6 +128,8 @@ def parse_patch(text: str | bytes, harness: Harness) -> Patch:
 
 def _decode(text: str | bytes) -> str:
     if isinstance(text, (bytes, bytearray)):
+        if len(text) > 4 * MAX_PATCH_CHARS:  # UTF-8 takes at most 4 bytes a character: over the limit either way
+            raise _err(f"patch has {len(text)} bytes, over the {MAX_PATCH_CHARS}-character limit; send a smaller patch")
         try:
             text = bytes(text).decode("utf-8")
         except UnicodeDecodeError as exc:
