@@ -134,6 +134,8 @@ CASES: tuple[Case, ...] = (
     _n("objects", "ctx_setitem", "ctx['state'] = {}\nreturn None", "read-only"),
     _n("objects", "ctx_fromkeys", "return {'skills': [str(ctx.fromkeys(['a']))]}", "read-only"),
     _n("objects", "ctx_pop", "ctx.pop('state')\nreturn None", "read-only"),
+    _n("objects", "unbound_method_sets_function_state", "SequenceMatcher.set_seq1(HOOKFN, 'x')\nreturn None", "AttributeError"),
+    _n("objects", "unbound_method_sets_class_state", "SequenceMatcher.set_seq2(SequenceMatcher, 'x')\nreturn None", "AttributeError"),
     _n("objects", "missing_getter_name", "return attrgetter('x')(ctx)", "NameError"),
     _n("objects", "format_spec_on_ctx", "return {'skills': [f\"{ctx!r:{'x'}}\"]}", "ValueError"),
     # huge numbers and strings, recursion

@@ -194,12 +194,22 @@ _RE_PUBLIC = (
     "DOTALL", "X", "VERBOSE", "Pattern", "Match",
 )
 
+def _sequence_matcher(isjunk: Any = None, a: Any = "", b: Any = "", autojunk: bool = True) -> SequenceMatcher:
+    """``difflib.SequenceMatcher(isjunk, a, b, autojunk)``: hooks get this factory, not the class.
+
+    The class's unbound methods (``SequenceMatcher.set_seq1(obj, x)``) set attributes on
+    any object, hook functions and the shared class itself included: state that would
+    outlive an episode. Instances only ever change themselves.
+    """
+    return SequenceMatcher(isjunk, a, b, autojunk)
+
+
 SAFE_BUILTINS: dict[str, Any] = _safe_builtins()
 SAFE_MODULES: dict[str, Any] = {
     # Proxies, not the modules: the real ``re`` exposes ``re.enum.sys`` and the like.
     "math": _ReadOnlyNamespace({k: getattr(math, k) for k in dir(math) if not k.startswith("_")}),
     "re": _ReadOnlyNamespace({k: getattr(re, k) for k in _RE_PUBLIC}),
-    "SequenceMatcher": SequenceMatcher,
+    "SequenceMatcher": _sequence_matcher,
 }
 RESERVED_NAMES = frozenset(SAFE_BUILTIN_NAMES) | frozenset(SAFE_MODULE_NAMES) | {"hook"}
 

@@ -30,7 +30,8 @@ _SANDBOX = f"""### Sandbox rules (a hook that breaks one is rejected with the wh
   Helper names must be unique, must not start with "_", must not shadow a builtin below,
   `math`, `re`, `SequenceMatcher` or `hook`; helper defaults must be scalar constants.
 - Available names: {SAFE_BUILTINS}, plus the modules `math` and `re` and the class
-  `SequenceMatcher` (from difflib), all without importing.
+  `SequenceMatcher` (difflib's, as a constructor: `SequenceMatcher(None, a, b).ratio()`),
+  all without importing.
 - Forbidden syntax: {FORBIDDEN_SYNTAX}; no decorators, no annotations.
 - `try` is allowed only as `try: ... except Exception: ...` (no other exception type, no
   `else`, no `finally`).
