@@ -79,7 +79,7 @@ def test_env_still_scores_a_real_patch_after_fuzzing(env_id: str) -> None:
 ODD = {
     "lone_surrogate": "\ud800", "low_surrogate": "\udfff", "nul": "\x00", "bom": "\ufeff", "vertical_tab": "\x0b",
     "form_feed": "\x0c", "escape": "\x1b", "delete": "\x7f", "c1_next_line": "\x85", "line_separator": "\u2028",
-    "paragraph_separator": "\u2029", "noncharacter": "\ufffe", "astral_noncharacter": "\U0010ffff", "bare_cr": "\r",
+    "paragraph_separator": "\u2029", "bidi_override": "\u202e", "bidi_isolate": "\u2066", "noncharacter": "\ufffe", "astral_noncharacter": "\U0010ffff", "bare_cr": "\r",
 }
 HOOK = "def hook(ctx, nb):\n    return {'type': 'inject_hint', 'message': 'Check the table X first.'}\n"
 MODULE = '"""Doc X."""\n\ndef on_post_step(ctx, nb):\n    return {\'type\': \'inject_hint\', \'message\': \'Check X.\'}\n'

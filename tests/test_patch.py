@@ -525,6 +525,7 @@ def test_many_hunks_over_a_large_file_apply_in_linear_work(harness: Harness) -> 
     ("def on_init(ctx, nb):\n    return None\u2028\n", "line separator (U+2028)"),
     ("def on_init(ctx, nb):\n    return '\x1b[31m'\n", "control character (U+001B)"),
     ("def on_init(ctx, nb):\n    return '\x85'\n", "next-line"),
+    ("def on_init(ctx, nb):\n    return None  # \u202e }] ; drop\n", "bidirectional control character (U+202E)"),
     ("def on_init(ctx, nb):\n    return '\U0001fffe'\n", "noncharacter (U+1FFFE)"),
     ("def on_init(ctx, nb):\r    return None\r", "bare carriage return"),
     ("def on_init(ctx, nb):\r\n    return None\n", "mixes CRLF and LF"),

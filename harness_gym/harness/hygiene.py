@@ -9,7 +9,9 @@ one-line ``PatchError`` naming the character, where it is and the fix:
 
 - lone surrogates (U+D800–U+DFFF), Unicode noncharacters (U+FDD0–U+FDEF, U+xxFFFE/F);
 - NUL and every other C0/C1 control character except tab, LF and CR, and DEL;
-- the byte-order mark U+FEFF anywhere, and the line/paragraph separators U+2028/U+2029;
+- the byte-order mark U+FEFF anywhere, the line/paragraph separators U+2028/U+2029, and
+  the bidirectional embedding/override/isolate controls (U+202A–E, U+2066–9: "Trojan
+  Source" text that displays differently than Python reads it);
 - a bare CR, or CRLF mixed with LF (a text that uses CRLF throughout is converted to LF,
   the harness's line ending);
 - in file contents and hook code, a line over ``MAX_LINE_CHARS``.
@@ -25,6 +27,7 @@ MAX_LINE_CHARS = 4000
 # One pass of one character class (no quantifier): linear on any input.
 _BAD_CHAR = re.compile(
     "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufdd0-\ufdef\ufeff\ufffe\uffff\u2028\u2029"
+    "\u202a-\u202e\u2066-\u2069"
     + "".join(f"{chr(plane * 0x10000 + 0xFFFE)}{chr(plane * 0x10000 + 0xFFFF)}" for plane in range(1, 17))
     + "]"
 )
@@ -37,6 +40,8 @@ def _describe(char: str) -> str:
     code = ord(char)
     if char in _NAMES:
         return _NAMES[char]
+    if 0x202A <= code <= 0x202E or 0x2066 <= code <= 0x2069:
+        return f"a bidirectional control character (U+{code:04X}), which makes code read otherwise than it runs"
     if 0xD800 <= code <= 0xDFFF:
         return f"a lone surrogate (U+{code:04X}), which is not valid Unicode text"
     if code < 0x20 or 0x7F <= code <= 0x9F:
