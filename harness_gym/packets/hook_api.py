@@ -17,10 +17,7 @@ FORBIDDEN_NAMES = (
     "eval exec compile open getattr setattr delattr type dir vars globals locals object super "
     "property classmethod staticmethod input help exit quit breakpoint memoryview __import__"
 )
-FORBIDDEN_SYNTAX = (
-    "async, await, class, del, global, nonlocal, import, lambda, raise, with, while, yield, "
-    "match/case, nested def, `**` unpacking in calls"
-)
+FORBIDDEN_SYNTAX = "async, await, class, del, global, nonlocal, import, lambda, raise, with, while, yield, nested def"
 
 _SANDBOX = f"""### Sandbox rules (a hook that breaks one is rejected with the whole patch)
 - Each hook's code is a small Python module: exactly one top-level `def hook(ctx, nb):`
@@ -30,19 +27,13 @@ _SANDBOX = f"""### Sandbox rules (a hook that breaks one is rejected with the wh
   Helper names must be unique, must not start with "_", must not shadow a builtin below,
   `math`, `re`, `SequenceMatcher` or `hook`; helper defaults must be scalar constants.
 - Available names: {SAFE_BUILTINS}, plus the modules `math` and `re` and the class
-  `SequenceMatcher` (difflib's, as a constructor: `SequenceMatcher(None, a, b).ratio()`),
-  all without importing.
+  `SequenceMatcher` (from difflib), all without importing.
 - Forbidden syntax: {FORBIDDEN_SYNTAX}; no decorators, no annotations.
 - `try` is allowed only as `try: ... except Exception: ...` (no other exception type, no
   `else`, no `finally`).
-- Forbidden: any name, attribute, keyword argument or except alias starting with "_",
-  and {FORBIDDEN_NAMES}; the attributes `mro`, `format_map` and any starting with
-  `gi_`, `cr_`, `ag_`, `f_`, `tb_` or `co_`; no attribute assignment (keep state in nb).
-- `.format` only on a string literal without `{{0.attr}}` or `{{0[key]}}` fields (or use an
-  f-string).
+- Forbidden: any name or attribute starting with "_", and {FORBIDDEN_NAMES}.
 - Limits: code <= 8,000 characters per hook (keep all hooks together under 9,000),
-  <= 1,200 AST nodes, every string literal <= 700 characters, every line <= 4,000
-  characters; plain UTF-8 text (no control characters, byte-order marks or lone surrogates).
+  <= 1,200 AST nodes, every string literal <= 700 characters.
 - At run time: 0.05 s and 2,000 executed lines per call. A timeout, an exception or a
   return value that is not a dict (or None) means "no effect" for that call; the episode
   goes on.
