@@ -27,7 +27,9 @@ attributes, call keywords, import aliases, patterns and format templates, so
   (``getattr``, ``attrgetter``, ``methodcaller``, ``vars``, ``dir``, ``type``…) are not
   available under any name;
 - attribute assignment is rejected (hooks keep state in ``nb``; state on functions or
-  shared classes would leak across episodes and patches).
+  shared classes would leak across episodes and patches), and for the same reason hooks
+  get ``SequenceMatcher`` as a constructor, not the class whose unbound methods set
+  attributes on any object.
 
 Python normalizes identifiers with NFKC before the AST exists, so ``ｏｐｅｎ`` and
 ``_﹍class__`` are checked as ``open`` and ``__class__``.
@@ -118,8 +120,9 @@ NODE_POLICY: dict[str, str | None] = {
 }
 
 ALFWORLD_VERBS = r"go to|take|pick up|put|open|close|toggle|clean|heat|cool|slice|examine|use"
-# A verb followed, later on the same line, by a standalone number ("go to shelf 1").
-# Kept for short runtime strings; scans of patch text use ``instance_action`` (linear time).
+# Harness-R1's definition: a verb followed, later on the same line, by a standalone number
+# ("go to shelf 1"). Callers use ``instance_action``, the same match in linear time
+# (tests/test_policy.py compares the two).
 ALFWORLD_INSTANCE_ACTION_RE = re.compile(rf"\b(?:{ALFWORLD_VERBS})\b.*\b\d+\b", re.IGNORECASE)
 _VERB_RE = re.compile(rf"\b(?:{ALFWORLD_VERBS})\b", re.IGNORECASE)
 _NUMBER_RE = re.compile(r"\b\d+\b")
