@@ -1,13 +1,14 @@
-"""DBBenchWorld and the v0.2 checker."""
+"""DBBenchWorld and its scoring (the function-calling AgentBench checker; cases in test_dbbench_checker.py)."""
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from support import require_mysql_url
 
-from harness_gym.benchmarks.dbbench.checker import check_answer, check_mutation
+from harness_gym.benchmarks.dbbench.checker import check_answer, check_mutation, expected_md5
 from harness_gym.benchmarks.dbbench.db import open_database
 from harness_gym.benchmarks.dbbench.loader import load_jsonl
 from harness_gym.benchmarks.dbbench.tasks import DBTask
@@ -68,6 +69,7 @@ def test_execute_sql_observation_and_info(world):
 
 @pytest.mark.parametrize("answers, score", [
     (["2"], 1.0), (["2.0"], 1.0), ('["2"]', 1.0), ("2", 1.0), ([2], 1.0), (["3"], 0.0), ([], 0.0), (["2", "2x"], 0.0),
+    ([" '2' "], 1.0), (["2.009"], 1.0), (["2,0"], 0.0), ("[(2,)]", 1.0), (2, 0.0), (None, 0.0),
 ])
 def test_select_scoring(world, answers, score):
     world.reset(SELECT_TASK)
@@ -125,11 +127,14 @@ def test_insert_kept_as_multiset(world):
     ToolCall("c", "execute_sql", {"query": 3}),
     ToolCall("c", "commit_final_answer", {}),
     ToolCall("c", "commit_final_answer", {"__unparsed__": "{bad"}),
+    ToolCall("c", "execute_sql", {"__unparsed__": "{bad"}),
 ])
 def test_bad_calls_are_readable_errors(world, call):
     world.reset(SELECT_TASK)
     r = world.step(call)
     assert r.done is False and r.observation.startswith("Error: ")
+    if "__unparsed__" in call.arguments:
+        assert r.observation == "Error: Failed to parse tool call. Tool call format is incorrect."
     assert r.info["is_error"] is True and r.info["error_kind"] == "other"
 
 
@@ -159,23 +164,47 @@ def test_observations_never_reveal_gold():
     w.close()
 
 
-def test_check_answer_follows_v02():
+def test_check_answer_follows_the_function_calling_processor():
     t = SELECT_TASK
     assert check_answer(t, ["2"]) and check_answer(t, ["2.0"]) and not check_answer(t, ["two"])
     s = DBTask("t:4", "other", "d", "T", ("a",), (), ("Women +60kg Bronze",), "x")
     assert check_answer(s, ["Women +60kg Bronze"]) and not check_answer(s, ["women +60kg bronze"])
     m = DBTask("t:5", "other", "d", "T", ("a",), (), ("1", "2"), "x")
-    assert check_answer(m, ["2", "1"]) and check_answer(m, ["2", "1", "1"]) and not check_answer(m, ["1.0", "2"])
-    assert check_answer(t, ["2", "2"])  # as v0.2: set equality once either side has != 1 element
+    assert check_answer(m, ["2", "1"]) and check_answer(m, ["1.0", "2"])  # numbers match one to one
+    assert not check_answer(m, ["2", "1", "1"])  # numeric lists need the same count
+    assert not check_answer(t, ["2", "2"])
 
 
-def test_check_mutation_runs_reference_on_fresh_copy():
+def test_check_mutation_uses_the_reference_hash_when_no_answer_md5():
     db = open_database("sqlite")
     with db.create(UPDATE_TASK) as s, db.create(UPDATE_TASK) as fresh:
         s.execute(UPDATE_SQL)
-        assert check_mutation(UPDATE_TASK, s, fresh)
-    with db.create(UPDATE_TASK) as s, db.create(UPDATE_TASK) as fresh:
-        assert not check_mutation(UPDATE_TASK, s, fresh)
+        expected = expected_md5(UPDATE_TASK, fresh)
+        assert expected.startswith("[('") and check_mutation(UPDATE_TASK, s, expected)
+    with db.create(UPDATE_TASK) as s:
+        assert not check_mutation(UPDATE_TASK, s, expected)
+
+
+def test_stored_answer_md5_is_the_ground_truth(world):
+    """With ``answer_md5`` the reference statement is not run: a hash it cannot give fails (as test:225 does)."""
+    with world.database.create(UPDATE_TASK) as s:
+        s.execute(UPDATE_SQL)
+        right = s.md5_hash()
+    world.reset(replace(UPDATE_TASK, answer_md5=right))
+    sql(world, UPDATE_SQL)
+    commit(world, [])
+    assert world.score == 1.0
+    world.reset(replace(UPDATE_TASK, answer_md5="[('0123456789abcdef0123456789abcdef',)]"))
+    sql(world, UPDATE_SQL)
+    commit(world, [])
+    assert world.score == 0.0
+
+
+def test_arguments_under_another_name_are_read_as_the_original_does(world):
+    world.reset(SELECT_TASK)
+    assert world.step(ToolCall("c", "execute_sql", {"sql": "SELECT 1"})).observation == "[(1,)]"
+    world.step(ToolCall("c", "commit_final_answer", {"answer": ["2"]}))
+    assert world.score == 1.0
 
 
 def test_coerce_answers_and_mutation_detection():

@@ -1,9 +1,11 @@
 """DBBenchWorld: one DBBench episode behind the Harness-R1 tools.
 
 Tools: ``execute_sql(query)`` runs one statement and returns the rendered rows or the
-error text; ``commit_final_answer(answers)`` ends the episode and scores it (SELECT types
-by the label, mutations by comparing the table with a fresh copy after the reference
-statement). Observations never contain the label or the reference SQL.
+error text; ``commit_final_answer(answers)`` ends the episode and scores it as the
+function-calling AgentBench does (``checker``: SELECT types by the normalised label,
+mutations by the table hash against ``answer_md5``). As there, a call whose argument has
+another name is read by its first argument. Observations never contain the label or the
+reference SQL.
 """
 from __future__ import annotations
 
@@ -12,12 +14,13 @@ import re
 from typing import Any
 
 from harness_gym.benchmarks.base import World
-from harness_gym.benchmarks.dbbench.checker import check_answer, check_mutation
+from harness_gym.benchmarks.dbbench.checker import check_answer, check_mutation, expected_md5
 from harness_gym.benchmarks.dbbench.db import Database, Session
 from harness_gym.benchmarks.dbbench.tasks import DBTask
 from harness_gym.types import StepResult, ToolCall
 
 TOOLS = ("execute_sql", "commit_final_answer")
+UNPARSED_TEXT = "Error: Failed to parse tool call. Tool call format is incorrect."  # the original's reply
 _MUTATION = re.compile(
     r"^\s*(\(\s*)*(insert|update|delete|replace|alter|drop|create|truncate|rename)\b", re.IGNORECASE
 )
@@ -28,8 +31,15 @@ def is_mutation_sql(sql: str) -> bool:
     return bool(_MUTATION.match(sql))
 
 
+def argument(args: dict[str, Any], name: str) -> Any:
+    """``args[name]``, else the first argument's value (the original reads the first one); None if none."""
+    if name in args:
+        return args[name]
+    return next(iter(args.values()), None)
+
+
 def coerce_answers(value: Any) -> list[str] | None:
-    """A list of strings from what a model sends: a list, a JSON list in a string, or a bare string."""
+    """A list of strings for records and the ctx: a list, a JSON list in a string, or a bare string."""
     if isinstance(value, (list, tuple)):
         return [v if isinstance(v, str) else str(v) for v in value]
     if isinstance(value, str):
@@ -77,8 +87,10 @@ class DBBenchWorld(World):
         if self.done:
             return _error(call.name, "The episode is over: the final answer was already committed.")
         args = call.arguments if isinstance(call.arguments, dict) else {}
+        if "__unparsed__" in args and call.name in TOOLS:  # arguments that were not a JSON object
+            return StepResult(UNPARSED_TEXT, False, {"tool": call.name, "is_error": True, "error_kind": "other"})
         if call.name == "execute_sql":
-            query = args.get("query")
+            query = argument(args, "query")
             if not isinstance(query, str) or not query.strip():
                 return _error(call.name, "execute_sql needs a non-empty string argument 'query' (one SQL statement).")
             res = self.session.execute(query)
@@ -88,22 +100,27 @@ class DBBenchWorld(World):
                 "is_mutation_sql": is_mutation_sql(query),
             })
         if call.name == "commit_final_answer":
-            answers = coerce_answers(args.get("answers"))
-            if answers is None:
+            if not args:
                 return _error(
                     call.name, 'commit_final_answer needs an argument \'answers\': a list of strings, e.g. ["A1"].'
                 )
-            self._score = 1.0 if self._judge(self.task, self.session, answers) else 0.0
+            raw = argument(args, "answers")
+            answers = coerce_answers(raw)
+            if answers is None:
+                answers = [str(raw)]
+            self._score = 1.0 if self._judge(self.task, self.session, raw) else 0.0
             self.done, self.answers = True, answers
             return StepResult("Final answer committed.", True, {"tool": "commit_final_answer", "answers": answers})
         return _error(call.name, f"Unknown tool {call.name!r}; available tools: {', '.join(TOOLS)}.")
 
-    def _judge(self, task: DBTask, session: Session, answers: list[str]) -> bool:
+    def _judge(self, task: DBTask, session: Session, answers: Any) -> bool:
         if not task.is_mutation:
             return check_answer(task, answers)
+        if task.answer_md5:
+            return check_mutation(task, session, task.answer_md5)
         fresh = self.database.create(task)
         try:
-            return check_mutation(task, session, fresh)
+            return check_mutation(task, session, expected_md5(task, fresh))
         finally:
             fresh.close()
 
