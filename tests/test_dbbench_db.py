@@ -1,6 +1,7 @@
 """DBBench databases: SQLite and MySQL-compatible backends behind one interface."""
 from __future__ import annotations
 
+import re
 import socket
 import sys
 import time
@@ -84,13 +85,23 @@ def test_case_insensitive_comparison_like_mysql(db):
     ("SELEC 1", "syntax"),
     ("SELECT nope FROM `Race Schedule`", "unknown_col"),
     ("SELECT * FROM `No Such Table`", "unknown_table"),
-    ("SELECT 1; SELECT 2", "syntax"),
 ])
 def test_sql_errors_are_results(db, sql, kind):
     with db.create(TASK) as s:
         r = s.execute(sql)
         assert r.is_error and r.error_kind == kind and r.rows == [] and r.row_count == 0
         assert r.text
+
+
+def test_multi_statement_calls_run_every_statement(db):
+    """As mysql.connector 9 runs them for the original: the first result, or the first error; effects stay."""
+    with db.create(TASK) as s:
+        assert s.execute("SELECT 1; SELECT 2").text == "[(1,)]"
+        assert s.execute("SELECT COUNT(*) FROM `Race Schedule`;").text == "[(3,)]"
+        r = s.execute("UPDATE `Race Schedule` SET `Laps` = '10' WHERE `Race` = 'Sebring'; SELECT * FROM `Nope`")
+        assert r.is_error and r.error_kind == "unknown_table"
+        assert s.execute("SELECT `Laps` FROM `Race Schedule` WHERE `Race` = 'Sebring'").text == "[('10',)]"
+        assert s.execute("SELECT 'a;b' ; SELECT 2").text == "[('a;b',)]"
 
 
 @pytest.mark.mysql
@@ -100,6 +111,26 @@ def test_mysql_error_text_as_mysql_connector_prints_it():
         # MariaDB names the clause 'SELECT' where MySQL 8 says 'field list'
         assert r.text.startswith("1054 (42S22): Unknown column 'x' in '")
         assert s.execute("SELEC 1").text.startswith("1064 (42000): You have an error in your SQL syntax")
+        # the original's database name, dbbench_<uuid>, fixed per task so replies repeat across runs
+        shown = s.execute("SELECT * FROM `Nope`").text
+        assert re.fullmatch(r"1146 \(42S02\): Table 'dbbench_[0-9a-f_]{36}\.Nope' doesn't exist", shown)
+    with open_database(mysql_url()).create(TASK) as again:
+        assert again.execute("SELECT * FROM `Nope`").text == shown
+
+
+@pytest.mark.mysql
+def test_mysql_runs_as_mysql_8_defaults():
+    with open_database(mysql_url()).create(TASK) as s:
+        # strict mode: a number compared with text that is not a number fails an UPDATE (error 1292)
+        r = s.execute("UPDATE `Race Schedule` SET `Race` = 'x' WHERE `Time/Retired` = 1")
+        assert r.is_error and r.text.startswith("1292 (22007): Truncated incorrect")
+        assert s.execute("SELECT COUNT(*) FROM `Race Schedule` WHERE `Race` = 'x'").text == "[(0,)]"
+        # DECIMAL results as the driver returns them, not floats
+        assert s.execute("SELECT 1.50, CAST(`Laps` AS DECIMAL(10,2)) FROM `Race Schedule` LIMIT 1").text == (
+            "[(Decimal('1.50'), Decimal('12.00'))]")
+        # the table's collation follows utf8mb4_0900_ai_ci: no padding, accents and case ignored
+        assert s.execute("SELECT COUNT(*) FROM `Race Schedule` WHERE `Race` = 'Sebring '").text == "[(0,)]"
+        assert s.execute("SELECT COUNT(*) FROM `Race Schedule` WHERE `Race` = 'SÉBRING'").text == "[(1,)]"
 
 
 def test_long_results_are_truncated(db):
@@ -114,7 +145,7 @@ def test_statement_timeout(db):
     with db.create(TASK) as s:
         t0 = time.monotonic()
         r = s.execute(sql)
-        assert r.is_error and r.error_kind == "timeout"
+        assert r.is_error and r.error_kind == "timeout" and r.text == "Error: SQL execution timed out."
         assert time.monotonic() - t0 < 2.5
         assert s.execute("SELECT COUNT(*) FROM `Race Schedule`").text == "[(3,)]"  # still usable
 

@@ -32,6 +32,7 @@ MAX_TEXT = 800
 MAX_IDENT = 64
 GROUP_CONCAT_MAX_LEN = 1024  # MySQL 8's default, which the original checker ran under
 ERROR_KINDS = ("", "syntax", "unknown_col", "unknown_table", "timeout", "other")
+TIMEOUT_TEXT = "Error: SQL execution timed out."  # the original's reply when a statement runs too long
 
 
 @dataclass(frozen=True)
@@ -91,6 +92,42 @@ def mysql_str(value: Any) -> str:
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
     return str(value)
+
+
+def split_statements(sql: str) -> list[str]:
+    """The statements of one call, split at ``;`` outside quotes and comments (MySQL's lexing, in one pass).
+
+    Quotes are ``'``, ``"`` and backticks (a doubled quote or a backslash escapes one);
+    comments are ``-- ``, ``#`` to the end of the line and ``/* … */``. Blank statements
+    (a trailing ``;``) are dropped.
+    """
+    parts, start, i, n = [], 0, 0, len(sql)
+    while i < n:
+        ch = sql[i]
+        if ch in "'\"`":
+            i += 1
+            while i < n:
+                if sql[i] == "\\" and ch != "`":
+                    i += 2
+                    continue
+                if sql[i] == ch:
+                    if i + 1 < n and sql[i + 1] == ch:
+                        i += 2
+                        continue
+                    break
+                i += 1
+        elif ch == "#" or (sql.startswith("--", i) and (i + 2 == n or sql[i + 2].isspace())):
+            end = sql.find("\n", i)
+            i = n if end < 0 else end
+        elif sql.startswith("/*", i):
+            end = sql.find("*/", i + 2)
+            i = n if end < 0 else end + 1
+        elif ch == ";":
+            parts.append(sql[start:i])
+            start = i + 1
+        i += 1
+    parts.append(sql[start:])
+    return [p for p in parts if p.strip()]
 
 
 def classify_sqlite(message: str) -> str:
@@ -163,11 +200,9 @@ class Database(ABC):
         return self.kind
 
 
-def cell(value: Any) -> Any:
-    """A task cell as inserted: numbers become text the way mysql.connector sends them."""
-    if value is None or isinstance(value, str):
-        return value
-    return repr(value) if isinstance(value, float) else str(value)
+def cell(value: Any) -> str:
+    """A task cell as the original inserts it: ``str()`` of the value (a number or ``None`` becomes text)."""
+    return value if isinstance(value, str) else str(value)
 
 
 def open_database(backend: str, *, sql_timeout_s: float = 10.0) -> Database:

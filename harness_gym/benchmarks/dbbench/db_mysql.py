@@ -1,15 +1,25 @@
-"""The MySQL-compatible server backend (MariaDB/MySQL via the optional ``pymysql``)."""
+"""The MySQL-compatible server backend (MariaDB/MySQL via the optional ``pymysql``).
+
+Each session is set up as the function-calling AgentBench's mysql:8 containers run an
+episode: MySQL 8's default (strict) sql_mode and collation, ``group_concat_max_len`` 1024,
+a database named ``dbbench_<uuid>``, replies as ``str()`` of the rows the driver returns
+(``Decimal('1.50')``, ``b'..'`` and ``datetime.date(..)`` shown as such), errors as
+mysql.connector prints them (``1146 (42S02): Table 'dbbench_….t' doesn't exist``). A call
+holding several statements runs them all, as mysql.connector 9 does with the original's
+``cursor.execute``: the reply is the first statement's rows, or the first error's text
+(statements before the error keep their effect).
+"""
 from __future__ import annotations
 
+import hashlib
 import re
 import uuid
-from decimal import Decimal
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from harness_gym.errors import ConfigError, WorldError, one_line
 from harness_gym.benchmarks.dbbench.db import (
-    GROUP_CONCAT_MAX_LEN, Database, Session, SQLResult, backtick, cell, classify_mysql, render, truncate,
+    GROUP_CONCAT_MAX_LEN, TIMEOUT_TEXT, Database, Session, SQLResult, backtick, cell, classify_mysql, render, truncate,
 )
 from harness_gym.benchmarks.dbbench.tasks import DBTask
 
@@ -36,35 +46,38 @@ def redact(url: str) -> str:
     return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
 
 
-SHOWN_DB_NAME = "dbbench"
-
-
 def new_db_name() -> str:
-    return "hg_" + uuid.uuid4().hex[:20]
+    """A fresh database name of the original's form: ``dbbench_`` + a uuid4 with ``_`` for ``-``."""
+    return "dbbench_" + str(uuid.uuid4()).replace("-", "_")
+
+
+def shown_db_name(task: DBTask) -> str:
+    """The name error text and replies show: the original's form, fixed per task.
+
+    The real name is unique per episode (concurrent runs of one task must not share a
+    database); a name derived from the task keeps observations, and so packets, identical
+    across runs, and has the real name's length so truncation at 800 characters agrees.
+    """
+    digest = hashlib.sha256(f"dbbench-db:{task.identity()}".encode()).digest()[:16]
+    return "dbbench_" + str(uuid.UUID(bytes=digest, version=4)).replace("-", "_")
 
 
 def world_error(url: str, what: str, exc: BaseException) -> WorldError:
     return WorldError(one_line(f"DBBench MySQL server {redact(url)}: {what}: {exc}; is the server running?"))
 
 
-def to_comparable(value: Any) -> Any:
-    """MySQL values rendered like SQLite's: Decimal → float, bytes → str."""
-    if isinstance(value, Decimal):
-        return float(value)
-    if isinstance(value, (bytes, bytearray)):
-        try:
-            return bytes(value).decode("utf-8")
-        except UnicodeDecodeError:
-            return bytes(value)
-    return value
-
-
 # ---------------------------------------------------------------- MySQL / MariaDB
 
-# MySQL 8's default sql_mode without STRICT_TRANS_TABLES: the original ``answer_md5``
-# values reproduce only when ``UPDATE … WHERE text_col = 16`` over a row holding '?'
-# updates (a warning) instead of failing (strict mode's error 1292), e.g. test:278, test:295.
-SQL_MODE = "ONLY_FULL_GROUP_BY,NO_ZERO_IN_DATE,NO_ZERO_DATE,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION"
+# MySQL 8's default sql_mode, which the original's mysql:8 containers run under: strict, so
+# ``UPDATE … WHERE text_col = 16`` over a row holding '?' fails (error 1292) instead of
+# updating with a warning (the stored answer_md5 of test:278 and test:295 were taken without
+# strict mode and do not reproduce, as on the original).
+SQL_MODE = ("ONLY_FULL_GROUP_BY,STRICT_TRANS_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,"
+            "ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION")
+# MySQL 8's default collation is utf8mb4_0900_ai_ci (UCA 9.0, accent- and case-insensitive,
+# no padding: 'a' <> 'a '); MariaDB >= 10.10 has the nearest one under another name.
+MYSQL_COLLATION = "utf8mb4_0900_ai_ci"
+MARIADB_COLLATION = "utf8mb4_uca1400_nopad_ai_ci"
 _LOST = {1053, 1152, 1927}  # server shutdown, aborted connection, connection killed
 
 
@@ -101,17 +114,21 @@ def mysql_error_text(exc: BaseException) -> str:
 
 
 class MySQLSession(Session):
+    """One episode's database, set up as the original's mysql:8 containers run it (module doc)."""
+
     def __init__(self, task: DBTask, url: str, sql_timeout_s: float) -> None:
         super().__init__(task)
         self.url = url
         self.pymysql = _pymysql()
         self.db_name = new_db_name()
+        self.shown_name = shown_db_name(task)
         self.conn: Any = connect(url, sql_timeout_s)
         try:
             with self.conn.cursor() as cur:
+                mariadb = "mariadb" in str(self.conn.get_server_info()).lower()
                 cur.execute(f"SET SESSION sql_mode = '{SQL_MODE}'")
                 cur.execute(f"SET SESSION group_concat_max_len = {GROUP_CONCAT_MAX_LEN}")
-                cur.execute(f"CREATE DATABASE {backtick(self.db_name)} CHARACTER SET utf8mb4")
+                _create_database(cur, self.db_name, MARIADB_COLLATION if mariadb else MYSQL_COLLATION)
                 cur.execute(f"USE {backtick(self.db_name)}")
                 cols = ", ".join(f"{backtick(c)} TEXT" for c in self.columns)
                 cur.execute(f"CREATE TABLE {backtick(self.table_name)} ({cols})")
@@ -122,7 +139,7 @@ class MySQLSession(Session):
                         f"INSERT INTO {backtick(self.table_name).replace('%', '%%')} ({names}) VALUES ({marks})",
                         [tuple(cell(v) for v in row) for row in task.rows],
                     )
-                if "mariadb" in str(self.conn.get_server_info()).lower():
+                if mariadb:
                     cur.execute(f"SET SESSION max_statement_time = {sql_timeout_s:g}")
                 else:
                     cur.execute(f"SET SESSION max_execution_time = {int(sql_timeout_s * 1000)}")
@@ -135,12 +152,19 @@ class MySQLSession(Session):
                 f"for task {task.task_id}: {mysql_error_text(e)}"
             )) from None
 
-    def _run(self, sql: str) -> list[tuple[Any, ...]]:
+    def _cursor(self) -> Any:
         if self.conn is None:
             raise WorldError("DBBench MySQL session is closed; create a new session for a new episode")
-        with self.conn.cursor() as cur:
+        return self.conn.cursor()
+
+    def _run(self, sql: str) -> list[tuple[Any, ...]]:
+        """Rows of the first result; every statement of a multi-statement call runs (module doc)."""
+        with self._cursor() as cur:
             cur.execute(sql)
-            return [tuple(to_comparable(v) for v in r) for r in cur.fetchall()]
+            rows = [tuple(r) for r in cur.fetchall()] if cur.description else []
+            while cur.nextset():  # a later statement's error raises here, after earlier ones took effect
+                pass
+            return rows
 
     def execute(self, sql: str) -> SQLResult:
         try:
@@ -151,11 +175,10 @@ class MySQLSession(Session):
             if _is_connection_error(self.pymysql, e):
                 self.close()
                 raise world_error(self.url, "connection lost during a statement", e) from None
-            # the per-episode database name is an implementation detail: show a stable one so
-            # observations (and packets) are identical across runs, as with the original's fixed names
-            text = mysql_error_text(e).replace(self.db_name, SHOWN_DB_NAME)
-            return SQLResult(truncate(text), True, classify_mysql(_errno(e)), [], 0)
-        return SQLResult(render(rows).replace(self.db_name, SHOWN_DB_NAME), False, "", rows, len(rows))
+            kind = classify_mysql(_errno(e))
+            text = TIMEOUT_TEXT if kind == "timeout" else mysql_error_text(e).replace(self.db_name, self.shown_name)
+            return SQLResult(truncate(text), True, kind, [], 0)
+        return SQLResult(truncate(str(rows).replace(self.db_name, self.shown_name)), False, "", rows, len(rows))
 
     def _query(self, sql: str) -> list[tuple[Any, ...]]:
         try:
@@ -192,8 +215,18 @@ class MySQLSession(Session):
                 pass
 
 
+def _create_database(cur: Any, name: str, collation: str) -> None:
+    """``CREATE DATABASE`` in utf8mb4 with ``collation``, or the server's utf8mb4 default where it lacks it."""
+    try:
+        cur.execute(f"CREATE DATABASE {backtick(name)} CHARACTER SET utf8mb4 COLLATE {collation}")
+    except Exception as e:
+        if _errno(e) not in (1273, 1253):  # unknown collation / not valid for the character set
+            raise
+        cur.execute(f"CREATE DATABASE {backtick(name)} CHARACTER SET utf8mb4")
+
+
 def connect(url: str, sql_timeout_s: float) -> Any:
-    """A pymysql connection (autocommit, utf8mb4, 5 s connect timeout); failures are one line."""
+    """A pymysql connection (autocommit, utf8mb4, multi-statement calls, 5 s connect timeout); failures are one line."""
     pymysql = _pymysql()
     args = parse_mysql_url(url)
     # pymysql tries TLS by default, and building its context costs ~20 ms a connection;
@@ -203,6 +236,7 @@ def connect(url: str, sql_timeout_s: float) -> Any:
         return pymysql.connect(
             **args, connect_timeout=5, read_timeout=int(sql_timeout_s) + 30, write_timeout=30,
             autocommit=True, charset="utf8mb4", ssl_disabled=local or None,
+            client_flag=pymysql.constants.CLIENT.MULTI_STATEMENTS,
         )
     except pymysql.err.OperationalError as e:
         if _errno(e) in (1044, 1045, 1698):

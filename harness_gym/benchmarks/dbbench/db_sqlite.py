@@ -8,8 +8,8 @@ from typing import Any
 
 from harness_gym.errors import WorldError
 from harness_gym.benchmarks.dbbench.db import (
-    Database, Session, SQLResult, cell, classify_sqlite, mysql_str,
-    md5_of_rows, mysql_number, render, truncate,
+    TIMEOUT_TEXT, Database, Session, SQLResult, cell, classify_sqlite, md5_of_rows, mysql_number, mysql_str,
+    render, split_statements, truncate,
 )
 from harness_gym.benchmarks.dbbench.tasks import DBTask
 
@@ -93,17 +93,23 @@ class SQLiteSession(Session):
         return self.conn
 
     def execute(self, sql: str) -> SQLResult:
+        """Run a call as the MySQL backend does: every statement, the first one's rows or the first error."""
         conn = self._conn()
         self._deadline = time.monotonic() + self.timeout
+        rows: list[tuple[Any, ...]] | None = None
         try:
-            rows = [tuple(r) for r in conn.execute(sql).fetchall()]
+            for statement in split_statements(sql) or [sql]:
+                result = [tuple(r) for r in conn.execute(statement).fetchall()]
+                rows = result if rows is None else rows
         except (sqlite3.Error, ValueError, OverflowError) as e:
             msg = str(e)
-            return SQLResult(truncate(msg), True, classify_sqlite(msg), [], 0)
+            kind = classify_sqlite(msg)
+            return SQLResult(TIMEOUT_TEXT if kind == "timeout" else truncate(msg), True, kind, [], 0)
         finally:
             self._deadline = float("inf")
             if conn.in_transaction:  # a statement like BEGIN must not leave the episode hanging
                 conn.execute("COMMIT")
+        rows = rows or []
         return SQLResult(render(rows), False, "", rows, len(rows))
 
     def table_rows(self) -> list[tuple[Any, ...]]:
