@@ -9,12 +9,13 @@ also compares each mutation's table hash with the original ``answer_md5``.
 from __future__ import annotations
 
 import ast
+import hashlib
 import json
 import os
 import tempfile
 import urllib.error
 import urllib.request
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,9 +26,15 @@ from harness_gym.benchmarks.dbbench.tasks import TASK_TYPES, DBTask
 from harness_gym.benchmarks.dbbench.world import DBBenchWorld
 from harness_gym.types import ToolCall
 
-# AgentBench v0.2's data directory (the FC main branch edits some labels).
-DEFAULT_URL = "https://raw.githubusercontent.com/THUDM/AgentBench/v0.2/data/dbbench"
+# The function-calling AgentBench's data (the version Harness-R1 runs), pinned to the commit
+# that published it; v0.2's files differ (and its standard.jsonl fails the loader at line 18).
+SOURCE_COMMIT = "5bf4eb27f05bc50ca97dce45f0693c6018875c25"
+DEFAULT_URL = f"https://raw.githubusercontent.com/THUDM/AgentBench/{SOURCE_COMMIT}/data/dbbench"
 DEFAULT_FILES = ("dev.jsonl", "standard.jsonl")
+DEFAULT_SHA256 = {
+    "dev.jsonl": "eb941c58a7a5651357b19e46aa05070f6cd5a7d83ce70cefd24aa3581e1e1130",
+    "standard.jsonl": "cf8dec6fb8051f46e6171136824aaa8b8707c3affbb3185c0bad2b39bc6b71e2",
+}
 
 
 @dataclass(frozen=True)
@@ -190,8 +197,16 @@ def _validate(url: str, data: bytes) -> None:
             raise TaskDataError(one_line(f"{url}:{i + 1}: not a DBBench task ({e}); expected DBBench jsonl")) from None
 
 
-def download(url_base: str, dest_dir: str | Path, files: Sequence[str] = DEFAULT_FILES) -> list[Path]:
-    """Fetch ``files`` from ``url_base`` into ``dest_dir``, each checked, then written atomically."""
+def download(
+    url_base: str, dest_dir: str | Path, files: Sequence[str] = DEFAULT_FILES, sha256: Mapping[str, str] | None = None
+) -> list[Path]:
+    """Fetch ``files`` from ``url_base`` into ``dest_dir``, each checked, then written atomically.
+
+    Every file must load as DBBench tasks; with ``sha256`` (the default source's digests when
+    ``url_base`` is ``DEFAULT_URL``) each must also have its recorded digest.
+    """
+    if sha256 is None and url_base.rstrip("/") == DEFAULT_URL:
+        sha256 = DEFAULT_SHA256
     dest = Path(dest_dir)
     try:
         dest.mkdir(parents=True, exist_ok=True)
@@ -202,6 +217,12 @@ def download(url_base: str, dest_dir: str | Path, files: Sequence[str] = DEFAULT
         url = url_base.rstrip("/") + "/" + name
         data = _fetch(url)
         _validate(url, data)
+        want = (sha256 or {}).get(name)
+        if want and hashlib.sha256(data).hexdigest() != want:
+            raise TaskDataError(one_line(
+                f"{url}: sha256 {hashlib.sha256(data).hexdigest()[:16]}… is not the recorded {want[:16]}… of the "
+                f"function-calling AgentBench's {name}; the source changed: pass --url to take another copy"
+            ))
         fetched.append((name, data))
     paths = []
     for name, data in fetched:
