@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from harness_gym.errors import HarnessGymError
-from harness_gym.evaluation.benchmarks import KNOWN
+from harness_gym.evaluation.benchmarks import KNOWN, get_benchmark
 from harness_gym.leaderboard import cli as leaderboard_cli
 from harness_gym.docker import cli as docker_cli
 
@@ -38,7 +38,7 @@ def make_parser() -> argparse.ArgumentParser:
     v.add_argument("benchmark", choices=list(KNOWN))
     v.add_argument("--data-dir", default=None, help="original data dir (default: the embedded generator)")
     v.add_argument("--split", default="test")
-    v.add_argument("--backend", default="sqlite")
+    v.add_argument("--backend", default=None, help="world backend (default: the benchmark's, for --data-dir its original-files one)")
     dl = dsub.add_parser("download", help="fetch the original task files")
     dl.add_argument("benchmark", choices=list(KNOWN))
     dl.add_argument("--url", default=None, help="base URL holding the files")
@@ -107,7 +107,8 @@ def _data(args: argparse.Namespace) -> int:
         if not hasattr(data, "main_verify"):
             print(f"harness-gym: error: `data verify` is not available for {args.benchmark}", file=sys.stderr)
             return 2
-        return int(data.main_verify(args.split, args.data_dir, args.backend))
+        backend = args.backend or get_benchmark(args.benchmark).backend_for(args.data_dir)
+        return int(data.main_verify(args.split, args.data_dir, backend))
     return int(data.main_download(args.url, args.dest or Path("data") / args.benchmark))
 
 

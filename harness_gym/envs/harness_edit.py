@@ -54,7 +54,7 @@ class HarnessEditEnv(gym.Env):
         cfg = self.config
         self.spec_ = get_benchmark(cfg.benchmark)
         self.split = cfg.split or self.spec_.default_split
-        self.backend = cfg.backend or self.spec_.default_backend
+        self.backend = cfg.backend or self.spec_.backend_for(cfg.data_dir)
         if self.split not in self.spec_.splits:
             raise ConfigError(f"split={self.split!r}: expected one of {list(self.spec_.splits)} for {cfg.benchmark}")
         self.observation_space = FreeText(MAX_OBSERVATION_CHARS)

@@ -20,14 +20,21 @@ class BenchmarkSpec:
 
     name: str
     load_tasks: Callable[[str, Path | None], list[Any]]
+    # backend -> world factory; a factory with a ``close()`` holds resources the evaluator releases on close
     world_factory: Callable[[str], Callable[[], World]]
     run_episode: Callable[..., Awaitable[EpisodeResult]]
     splits: tuple[str, ...] = ("train", "valid", "test")
     default_backend: str = "local"
+    # the default world backend when tasks come from the original files (``data_dir``); None: default_backend
+    original_backend: str | None = None
     default_split: str = "test"
     # Gold strings of a batch's tasks (reference answers, reference solutions, distinctive
     # data values) that a patch must not contain (``harness/leakage.py``); None: none known.
     gold_strings: Callable[[Sequence[Any]], Sequence[str]] | None = None
+
+    def backend_for(self, data_dir: str | Path | None) -> str:
+        """The default world backend for tasks from ``data_dir`` (None: the embedded tasks)."""
+        return self.original_backend if data_dir is not None and self.original_backend else self.default_backend
 
     def default_harness(self) -> Harness:
         return Harness.from_dir(self.name, HARNESS_ROOT / self.name / "harness")

@@ -119,3 +119,7 @@ class Evaluator:
     async def _aclose(self) -> None:
         await self.sandbox.close()
         await self.backend.close()
+        # a factory object that holds resources (e.g. a database server it started) has close();
+        # a World class used as its own factory does not count
+        if not isinstance(self._make_world, type) and callable(getattr(self._make_world, "close", None)):
+            self._make_world.close()  # type: ignore[attr-defined]

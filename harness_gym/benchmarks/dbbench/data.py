@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness_gym.errors import HarnessGymError, TaskDataError, one_line
-from harness_gym.benchmarks.dbbench.db import Database, open_database
+from harness_gym.benchmarks.dbbench.db import ORIGINAL_FILES_BACKEND, Database, open_database
 from harness_gym.benchmarks.dbbench.loader import load_split, parse_task, repair_reference_sql
 from harness_gym.benchmarks.dbbench.tasks import TASK_TYPES, DBTask
 from harness_gym.benchmarks.dbbench.world import DBBenchWorld
@@ -126,7 +126,13 @@ def play_reference(world: DBBenchWorld, task: DBTask, sql: str, *, with_md5: boo
 
 def verify(tasks: Iterable[DBTask], backend: str | Database) -> VerifyReport:
     """Play every task's reference (raw and repaired) through a fresh world; see module doc."""
-    db = open_database(backend) if isinstance(backend, str) else backend
+    if isinstance(backend, str):
+        db = open_database(backend)
+        try:
+            return verify(tasks, db)
+        finally:
+            db.close()
+    db = backend
     report = VerifyReport(db.describe())
     with_md5 = db.kind == "mysql"
     for task in tasks:
@@ -149,8 +155,12 @@ def verify(tasks: Iterable[DBTask], backend: str | Database) -> VerifyReport:
     return report
 
 
-def main_verify(split: str, data_dir: str | Path | None, backend: str = "sqlite") -> int:
-    """CLI body: verify the original files in ``data_dir`` (or the generated split); print the table."""
+def main_verify(split: str, data_dir: str | Path | None, backend: str | None = None) -> int:
+    """CLI body: verify the original files in ``data_dir`` (or the generated split); print the table.
+
+    The backend defaults as the env's does: SQLite for generated tasks, ``"mariadb"`` for the original files.
+    """
+    backend = backend or (ORIGINAL_FILES_BACKEND if data_dir is not None else "sqlite")
     try:
         if data_dir is None:
             from harness_gym.benchmarks.dbbench.generator import generate_split

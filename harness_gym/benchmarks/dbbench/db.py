@@ -205,8 +205,12 @@ def cell(value: Any) -> str:
     return value if isinstance(value, str) else str(value)
 
 
+ORIGINAL_FILES_BACKEND = "mariadb"  # the default for the original AgentBench files (server.py)
+
+
 def open_database(backend: str, *, sql_timeout_s: float = 10.0) -> Database:
-    """``"sqlite"`` (embedded) or ``"mysql://user:pass@host:port"`` (MySQL/MariaDB server)."""
+    """``"sqlite"`` (embedded), ``"mysql://user:pass@host:port"`` (a MySQL/MariaDB server), or
+    ``"mariadb"``: a server started for this database (``server.start_server``) and stopped by its ``close()``."""
     if not isinstance(sql_timeout_s, (int, float)) or sql_timeout_s <= 0:
         raise ConfigError(f"sql_timeout_s must be a positive number of seconds, got {sql_timeout_s!r}")
     if backend in ("sqlite", "sqlite://", ":memory:"):
@@ -217,6 +221,17 @@ def open_database(backend: str, *, sql_timeout_s: float = 10.0) -> Database:
         from harness_gym.benchmarks.dbbench.db_mysql import MySQLDatabase
 
         return MySQLDatabase(backend, float(sql_timeout_s))
+    if backend == ORIGINAL_FILES_BACKEND:
+        from harness_gym.benchmarks.dbbench.db_mysql import MySQLDatabase
+        from harness_gym.benchmarks.dbbench.server import start_server
+
+        server = start_server()
+        try:
+            return MySQLDatabase(server.url, float(sql_timeout_s), server=server)
+        except BaseException:
+            server.close()
+            raise
     raise ConfigError(
-        f"DBBench backend must be 'sqlite' or a URL 'mysql://user:pass@host:port', got {backend!r}"
+        f"DBBench backend must be 'sqlite', 'mariadb' (a server started here) or a URL "
+        f"'mysql://user:pass@host:port', got {backend!r}"
     )

@@ -254,13 +254,18 @@ class MySQLDatabase(Database):
 
     kind = "mysql"
 
-    def __init__(self, url: str, sql_timeout_s: float = 10.0) -> None:
+    def __init__(self, url: str, sql_timeout_s: float = 10.0, *, server: Any = None) -> None:
         self.url = url
         self.sql_timeout_s = sql_timeout_s
+        self.server = server  # a server this database started (``server.LocalServer``), stopped on close
         connect(url, sql_timeout_s).close()
 
     def create(self, task: DBTask) -> Session:
         return MySQLSession(task, self.url, self.sql_timeout_s)
 
+    def close(self) -> None:
+        if self.server is not None:
+            self.server.close()
+
     def describe(self) -> str:
-        return redact(self.url)
+        return f"{self.server.kind} (started here)" if self.server is not None else redact(self.url)

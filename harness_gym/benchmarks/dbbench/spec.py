@@ -12,7 +12,7 @@ from harness_gym.benchmarks.base import World
 def spec() -> BenchmarkSpec:
     from harness_gym.benchmarks.dbbench import episode as runtime
     from harness_gym.benchmarks.dbbench import generator, loader
-    from harness_gym.benchmarks.dbbench.db import open_database
+    from harness_gym.benchmarks.dbbench.db import ORIGINAL_FILES_BACKEND, open_database
     from harness_gym.benchmarks.dbbench.world import DBBenchWorld
 
     def load_tasks(split: str, data_dir: Path | None) -> list[Any]:
@@ -21,11 +21,25 @@ def spec() -> BenchmarkSpec:
         return loader.load_split(split, Path(data_dir))
 
     def world_factory(backend: str) -> Callable[[], World]:
-        database = open_database(backend)
-        return lambda: DBBenchWorld(database)
+        return Worlds(open_database(backend), DBBenchWorld)
 
+    # generated tasks run on the embedded SQLite; the original files on a MySQL-compatible server
     return BenchmarkSpec("dbbench", load_tasks, world_factory, runtime.run_episode, default_backend="sqlite",
-                         gold_strings=gold_strings)
+                         original_backend=ORIGINAL_FILES_BACKEND, gold_strings=gold_strings)
+
+
+class Worlds:
+    """A world factory over one database; ``close()`` releases the database (and a server it started)."""
+
+    def __init__(self, database: Any, world: Callable[[Any], World]) -> None:
+        self.database = database
+        self.world = world
+
+    def __call__(self) -> World:
+        return self.world(self.database)
+
+    def close(self) -> None:
+        self.database.close()
 
 
 _SQL_LITERAL = re.compile(r"'((?:[^']|'')*)'|\"((?:[^\"]|\"\")*)\"")
