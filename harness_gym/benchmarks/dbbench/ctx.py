@@ -8,6 +8,8 @@ name and the question, never the label or the reference SQL.
 from __future__ import annotations
 
 import ast
+import datetime
+import decimal
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,13 +29,36 @@ def answer_shape(task_type: str) -> str:
     return "value" if task_type in VALUE_TYPES else "rows"
 
 
+_DRIVER_TYPES: dict[str, Any] = {
+    "Decimal": decimal.Decimal, "datetime.date": datetime.date, "datetime.datetime": datetime.datetime,
+    "datetime.time": datetime.time, "datetime.timedelta": datetime.timedelta, "bytearray": bytearray,
+}
+
+
+def _value(node: ast.AST) -> Any:
+    """A literal, or a driver value's repr (``Decimal('1.50')``, ``datetime.date(2020, 1, 1)``) built
+    from literal arguments; anything else raises ``ValueError``. Nothing is executed."""
+    if isinstance(node, ast.Call) and not node.keywords:
+        name = ast.unparse(node.func)
+        if name in _DRIVER_TYPES:
+            try:
+                return _DRIVER_TYPES[name](*(ast.literal_eval(a) for a in node.args))
+            except (TypeError, ValueError, OverflowError, decimal.InvalidOperation) as e:
+                raise ValueError(str(e)) from None
+    if isinstance(node, (ast.List, ast.Tuple)):
+        items = [_value(e) for e in node.elts]
+        return items if isinstance(node, ast.List) else tuple(items)
+    return ast.literal_eval(node)
+
+
 def parse_rows(text: str) -> list[tuple[Any, ...]] | None:
-    """Rows from a rendered result (``str(rows)``), or None when it is an error or truncated."""
+    """Rows from a rendered result (``str(rows)``, with the driver's Decimal/date values), or None
+    when it is an error or truncated."""
     if not text.startswith("[") or text.endswith("[TRUNCATED]"):
         return None
     try:
-        value = ast.literal_eval(text)
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        value = _value(ast.parse(text, mode="eval").body)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         return None
     if not isinstance(value, list):
         return None
