@@ -2,7 +2,7 @@
 
 Runs the default harness on every task of a split (embedded generator or original data)
 and prints success overall and per type, the quantity the sim's flaw rates are tuned for.
-Usage: python benchmarks/calibrate_sim.py [--data-dir ../shared/data/dbbench] [--backend sqlite]
+Usage: python benchmarks/calibrate_sim.py [--data-dir ../shared/data/dbbench] [--backend sqlite|mariadb|mysql://…]
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--data-dir", default=None)
     ap.add_argument("--split", default="test")
-    ap.add_argument("--backend", default="sqlite")
+    ap.add_argument("--backend", default=None, help="world backend (default: sqlite; 'mariadb' with --data-dir)")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
 
@@ -26,6 +26,7 @@ def main(argv: list[str] | None = None) -> int:
 
     spec = get_benchmark("dbbench")
     tasks = spec.load_tasks(args.split, Path(args.data_dir) if args.data_dir else None)
+    args.backend = args.backend or spec.backend_for(args.data_dir)
     ev = Evaluator(spec, make_backend("sim"), world_backend=args.backend)
     results = ev.evaluate(spec.default_harness(), tasks, [args.seed + i for i in range(len(tasks))])
     ev.close()
