@@ -160,7 +160,7 @@ def test_killed_mysql_connections_are_retried_or_reported(mysql_url: str) -> Non
                 while not stop.is_set() and len(killed) < 4:
                     cur.execute("SELECT ID, DB FROM information_schema.PROCESSLIST")
                     for cid, db in cur.fetchall():
-                        if cid != me and cid not in killed and db and str(db).startswith("hg_"):
+                        if cid != me and cid not in killed and db and str(db).startswith("dbbench_"):
                             try:
                                 cur.execute(f"KILL {int(cid)}")
                                 killed.append(cid)
