@@ -19,7 +19,7 @@ from urllib.parse import unquote, urlsplit
 
 from harness_gym.errors import ConfigError, WorldError, one_line
 from harness_gym.benchmarks.dbbench.db import (
-    GROUP_CONCAT_MAX_LEN, TIMEOUT_TEXT, Database, Session, SQLResult, backtick, cell, classify_mysql, render, truncate,
+    GROUP_CONCAT_MAX_LEN, TIMEOUT_TEXT, Database, Session, SQLResult, backtick, cell, classify_mysql, truncate,
 )
 from harness_gym.benchmarks.dbbench.tasks import DBTask
 
