@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
             from harness_gym.benchmarks import plugins
 
             print("\n".join([*reg.ENV_IDS, *reg.SELECT_ENV_IDS]))
-            for line in plugins.discover().broken.values():
+            for line in plugins.discover().refused:
                 print(f"harness-gym: error: {line}", file=sys.stderr)
             return 0
         if args.command == "serve":

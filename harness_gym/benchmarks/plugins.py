@@ -39,6 +39,7 @@ class Found:
     benchmarks: dict[str, Benchmark] = field(default_factory=dict)
     packages: dict[str, str] = field(default_factory=dict)
     broken: dict[str, str] = field(default_factory=dict)  # entry-point name -> the one-line error
+    refused: list[str] = field(default_factory=list)  # every refusal (duplicates of a usable name too)
 
 
 _found: Found | None = None
@@ -112,6 +113,7 @@ def discover(refresh: bool = False) -> Found:
         except ConfigError as exc:
             if name not in found.benchmarks:
                 found.broken[name] = str(exc)
+            found.refused.append(str(exc))
             warnings.warn(str(exc), RuntimeWarning, stacklevel=2)
             continue
         found.benchmarks[name] = bench

@@ -3,12 +3,9 @@ from __future__ import annotations
 
 from harness_gym.benchmarks.api import NORMALIZATION_RULES, SANDBOX_RULES, PromptParts
 
-EXAMPLE = {"schema_version": "harness-r1-patch-v1", "benchmark": "calc",
-           "description": "Remind the agent to check its calculator errors.",
-           "actions": [{"type": "add_code_hook", "hook": "on_post_step", "code": (
-               "def hook(ctx, nb):\n    if ctx.predicates.last_call_failed and not nb.get('told'):\n"
-               "        nb['told'] = True\n        return {'type': 'inject_hint', 'message': 'Read the error and fix the call.'}\n"
-               "    return None\n")}]}
+EXAMPLE = {"schema_version": "harness-r1-patch-v1", "benchmark": "calc", "description": "Say which tools exist.",
+           "actions": [{"type": "add_code_hook", "hook": "on_init", "code": (
+               "def hook(ctx, nb):\n    return {'skills': ['Use the calculator for every computation.']}\n")}]}
 
 
 def hook_api() -> str:
@@ -33,7 +30,7 @@ to_unit)` (the exact formula), `calculate(expression)` (+ - * / and parentheses)
 - `ctx.action` — `tool` ("lookup_factor" | "calculate" | "submit_answer" | ""), `value` (first argument).
 - `ctx.task` — `task_type` (length | mass | volume | temperature), `from_unit`, `to_unit`, `decimals`
   (the decimal places the question asks for).
-- `ctx.state` — `lookups`, `calculations`, `errors` (counts so far), `tools_used` (names, in order).
+- `ctx.state` — `lookups`, `calculations` (counts so far).
 - `ctx.predicates` — `no_lookup_yet`, `answer_decimals_wrong` (on submit_answer: the answer's
   decimal places differ from `task.decimals`), `last_call_failed`.
 - Top level: `observation` (the last tool result), `step`, `max_step`, `remaining_steps`, `phase`.

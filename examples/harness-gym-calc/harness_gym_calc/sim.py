@@ -5,10 +5,9 @@
 2. ``unrounded``: in about 35% of episodes it submits the calculator's raw result, ignoring the
    decimals the question asks for (the checker wants them exactly).
 
-Which flaw an episode has is fixed by (task, episode seed), so baseline and patched runs
-are paired. Harness text the agent reads beyond the question — skills in the system
-prompt, hints, block messages — switches a flaw off: one mentioning ``lookup_factor``
-makes it look the factor up; one mentioning rounding or "decimal places" makes it round.
+Flaws are fixed per (task, episode seed), so baseline and patched runs pair. Harness text
+beyond the question (skills, hints, block messages) switches them off: one mentioning
+``lookup_factor`` makes it look up; one mentioning rounding or "decimal places" makes it round.
 """
 from __future__ import annotations
 
@@ -16,6 +15,7 @@ import hashlib
 from typing import Any
 
 from harness_gym.benchmarks.api import ChatRequest, Message, ToolCall
+from harness_gym_calc.tasks import CONVERSIONS
 
 FLAW_SHARE = 35  # percent of episodes showing each flaw
 
@@ -31,8 +31,6 @@ def _said(messages: list[Message]) -> str:
 
 def respond(request: ChatRequest) -> Message:
     task: Any = request.knowledge
-    from harness_gym_calc.tasks import CONVERSIONS
-
     h = hashlib.sha256(f"{task.identity()}:{request.meta.get('episode_seed', 0)}".encode()).digest()
     said = _said(request.messages)
     guesses = h[0] * 100 // 256 < FLAW_SHARE and "lookup_factor" not in said

@@ -31,30 +31,23 @@ class CalcTask:
 
     @property
     def question(self) -> str:
-        return (f"Convert {self.value:g} {self.from_unit} to {self.to_unit}. "
-                f"Answer with exactly {self.decimals} decimal places.")
+        return f"Convert {self.value:g} {self.from_unit} to {self.to_unit}. Answer with exactly {self.decimals} decimal places."
 
     @property
     def gold(self) -> str:
         """The reference answer; only the world and the sim target read it."""
-        exact = eval_formula(CONVERSIONS[(self.from_unit, self.to_unit)][1], self.value)
-        return f"{exact:.{self.decimals}f}"
+        from harness_gym_calc.world import calculate
+
+        return f"{float(calculate(CONVERSIONS[(self.from_unit, self.to_unit)][1].format(x=self.value))):.{self.decimals}f}"
 
     def identity(self) -> str:
         return digest({"benchmark": "calc", **asdict(self)})
 
 
-def eval_formula(formula: str, x: float) -> float:
-    from harness_gym_calc.world import calculate
-
-    return float(calculate(formula.format(x=x)))
-
-
 def generate_split(split: str) -> list[CalcTask]:
     seed, count = SPLITS[split]
     rng = random.Random(f"calc:{seed}")  # all randomness from one seeded generator per split
-    pairs = sorted(CONVERSIONS)
-    tasks = []
+    pairs, tasks = sorted(CONVERSIONS), []
     for i in range(count):
         src, dst = pairs[rng.randrange(len(pairs))]
         value = round(rng.uniform(3, 250), rng.choice((0, 1, 2)))

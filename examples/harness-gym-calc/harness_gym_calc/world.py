@@ -6,6 +6,7 @@ import operator
 from typing import Any
 
 from harness_gym.benchmarks.api import StepResult, ToolCall, World
+from harness_gym_calc.tasks import CONVERSIONS
 
 _OPS: dict[type, Any] = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
                          ast.Div: operator.truediv, ast.USub: operator.neg, ast.UAdd: operator.pos}
@@ -35,8 +36,6 @@ class CalcWorld(World):
     def step(self, call: ToolCall) -> StepResult:
         args = call.arguments if isinstance(call.arguments, dict) else {}
         if call.name == "lookup_factor":
-            from harness_gym_calc.tasks import CONVERSIONS
-
             pair = (str(args.get("from_unit", "")).lower().strip(), str(args.get("to_unit", "")).lower().strip())
             if pair not in CONVERSIONS:
                 return StepResult(f"No conversion from {pair[0]!r} to {pair[1]!r}.")
