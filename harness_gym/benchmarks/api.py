@@ -38,6 +38,8 @@ What each part must provide (docs/adding_a_target.md walks through a whole packa
 - ``SelectSpec`` (optional): the packet-feature table of the ``HarnessSelect`` wrapper.
 - ``DataCommands`` (protocol, optional): ``harness-gym data verify|download <name>``.
 
+Docker images (``backend="docker"``) and leaderboard tables exist for the built-ins only.
+
 Evaluation reads the ``BenchmarkSpec`` record that ``Benchmark.spec()`` returns (tasks,
 world factories per backend, the episode loop, splits, backends, gold strings); new
 fields of that record (e.g. a runtime ``protocol`` mapping) have defaults, so every
@@ -124,9 +126,9 @@ class TemplateRules(Protocol):
     def build_hooks(self, signatures: Sequence[str]) -> dict[str, str]: ...
 
 
-@runtime_checkable
 class DataCommands(Protocol):
-    """``harness-gym data verify|download <benchmark>``; each returns an exit status."""
+    """``harness-gym data verify|download <benchmark>``; each returns an exit status; either may be absent
+    (the command then says it is not available for the benchmark)."""
 
     def main_verify(self, split: str, data_dir: str | None, backend: str) -> int: ...
 
