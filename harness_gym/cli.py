@@ -1,4 +1,4 @@
-"""``harness-gym`` command line: bench, data verify/download, leaderboard, docker, envs."""
+"""``harness-gym`` command line: bench, data verify/download, leaderboard, docker, envs, serve."""
 from __future__ import annotations
 
 import argparse
@@ -6,8 +6,8 @@ import json
 import sys
 from pathlib import Path
 
-from harness_gym.errors import HarnessGymError
-from harness_gym.evaluation.benchmarks import KNOWN, get_benchmark
+from harness_gym.errors import ConfigError, HarnessGymError
+from harness_gym.evaluation.benchmarks import get_benchmark, known_benchmarks
 from harness_gym.leaderboard import cli as leaderboard_cli
 from harness_gym.docker import cli as docker_cli
 
@@ -35,18 +35,25 @@ def make_parser() -> argparse.ArgumentParser:
     d = sub.add_parser("data", help="task data: verify or download")
     dsub = d.add_subparsers(dest="data_command", required=True)
     v = dsub.add_parser("verify", help="run every task's reference solution through the world and checker")
-    v.add_argument("benchmark", choices=list(KNOWN))
+    v.add_argument("benchmark", choices=known_benchmarks())
     v.add_argument("--data-dir", default=None, help="original data dir (default: the embedded generator)")
     v.add_argument("--split", default="test")
     v.add_argument("--backend", default=None, help="world backend (default: the benchmark's, for --data-dir its original-files one)")
     dl = dsub.add_parser("download", help="fetch the original task files")
-    dl.add_argument("benchmark", choices=list(KNOWN))
+    dl.add_argument("benchmark", choices=known_benchmarks())
     dl.add_argument("--url", default=None, help="base URL holding the files")
     dl.add_argument("--dest", type=Path, default=None, help="destination folder (default: data/<benchmark>)")
 
     leaderboard_cli.add_parser(sub)
     docker_cli.add_parser(sub)
-    sub.add_parser("envs", help="list registered env ids")
+    sub.add_parser("envs", help="list registered env ids (and benchmark entry points that failed to load)")
+
+    s = sub.add_parser("serve", help="serve an env over OpenEnv's HTTP/WebSocket protocol (needs the openenv extra)")
+    s.add_argument("--env", default="HarnessEdit-DBBench-v0", help="env id every session gets")
+    s.add_argument("--host", default="127.0.0.1", help="interface to bind (default: loopback only)")
+    s.add_argument("--port", type=int, default=8000)
+    s.add_argument("--max-sessions", type=int, default=4, help="concurrent sessions (one env each); more are refused")
+    s.add_argument("--env-kwargs", default="{}", help='JSON object of env keyword arguments, e.g. \'{"batch_size": 4}\'')
     return p
 
 
@@ -63,9 +70,17 @@ def main(argv: list[str] | None = None) -> int:
             return int(docker_cli.run(args))
         if args.command == "envs":
             import harness_gym.envs.registration as reg
+            from harness_gym.benchmarks import plugins
 
             print("\n".join([*reg.ENV_IDS, *reg.SELECT_ENV_IDS]))
+            for line in plugins.discover().refused:
+                print(f"harness-gym: error: {line}", file=sys.stderr)
             return 0
+        if args.command == "serve":
+            from harness_gym.server import serve
+
+            return serve(args.env, host=args.host, port=args.port, max_sessions=args.max_sessions,
+                         env_kwargs=_json_object(args.env_kwargs, "--env-kwargs"))
     except HarnessGymError as exc:
         print(f"harness-gym: error: {exc}", file=sys.stderr)
         return 2
@@ -94,14 +109,26 @@ def _bench(args: argparse.Namespace) -> int:
     return 0
 
 
-def _data(args: argparse.Namespace) -> int:
-    """Each target's ``targets/<benchmark>/data.py`` provides ``main_verify`` and ``main_download``."""
-    import importlib
-
+def _json_object(text: str, flag: str) -> dict:
     try:
-        data = importlib.import_module(f"harness_gym.benchmarks.{args.benchmark}.data")
-    except ModuleNotFoundError:
-        print(f"harness-gym: error: no data commands for {args.benchmark} in this version", file=sys.stderr)
+        value = json.loads(text)
+    except ValueError as exc:
+        raise ConfigError(f"{flag}={text!r} is not JSON ({exc}); give an object, e.g. '{{\"batch_size\": 4}}'") from None
+    if not isinstance(value, dict):
+        raise ConfigError(f"{flag}={text!r}: expected a JSON object, got {type(value).__name__}")
+    return value
+
+
+def _data(args: argparse.Namespace) -> int:
+    """Each benchmark's ``Benchmark.data()`` provides ``main_verify`` and/or ``main_download``."""
+    from harness_gym.benchmarks import plugins
+
+    data = plugins.get(args.benchmark).data()
+    if data is None:
+        print(f"harness-gym: error: no data commands for {args.benchmark}", file=sys.stderr)
+        return 2
+    if args.data_command == "download" and not hasattr(data, "main_download"):
+        print(f"harness-gym: error: `data download` is not available for {args.benchmark}", file=sys.stderr)
         return 2
     if args.data_command == "verify":
         if not hasattr(data, "main_verify"):

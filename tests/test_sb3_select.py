@@ -1,8 +1,12 @@
 """HarnessSelectEnv (Discrete over a patch library, Box packet features) and the PPO selector, on every benchmark."""
 from __future__ import annotations
 
-import importlib
-import importlib.util
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
@@ -12,24 +16,36 @@ from support import require_modules
 
 import harness_gym  # noqa: F401 - registers every id
 from harness_gym.envs.registration import ENV_IDS, SELECT_ENV_IDS
+from harness_gym.benchmarks import plugins
 from harness_gym.envs.select import (
     EXAMPLES_DIR,
-    SPECS,
     HarnessSelectEnv,
     default_library,
     feature_names,
     packet_features,
+    select_spec,
     trace_signatures,
 )
 from harness_gym.errors import ConfigError
 
-BENCHMARKS = sorted(SPECS)
+ROOT = Path(__file__).resolve().parents[1]
+BUILTINS = ["alfworld", "dbbench", "webshop"]
+# every benchmark with a HarnessSelect id: the built-ins and installed plugins (harness-gym-calc in CI)
+BENCHMARKS = sorted(v["benchmark"] for v in SELECT_ENV_IDS.values())
 # A small library per benchmark keeps training cheap: noop, the adaptive template, two fixed partial arms.
-ARMS = {
+_ARMS = {
     "dbbench": ("noop", "template", "co-harness", "template:numeric_text"),
     "webshop": ("noop", "template", "template:text_only", "template:over_budget"),
     "alfworld": ("noop", "template", "self-refine", "template:substitute_object"),
 }
+
+
+class _Arms(dict):
+    def __missing__(self, benchmark: str) -> tuple[str, ...]:  # a plugin: the same recipe
+        return ("noop", "template", "self-refine", f"template:{select_spec(benchmark).signatures[0]}")
+
+
+ARMS = _Arms(_ARMS)
 
 
 def _small_library(benchmark: str):
@@ -42,18 +58,18 @@ def _needs_sb3() -> None:
 
 
 def test_every_benchmark_has_a_select_id():
-    assert sorted(v["benchmark"] for v in SELECT_ENV_IDS.values()) == BENCHMARKS
-    assert sorted(v["benchmark"] for v in ENV_IDS.values()) == BENCHMARKS
+    assert set(BUILTINS) <= set(BENCHMARKS)
+    assert set(BENCHMARKS) <= {v["benchmark"] for v in ENV_IDS.values()}
 
 
 @pytest.mark.parametrize("benchmark", BENCHMARKS)
 def test_default_library_has_every_kind_of_arm(benchmark):
     names = [e.name for e in default_library(benchmark)]
     expected = ["noop", "self-refine", "template", "co-harness", "template:top", "template:all"]
-    expected += [f"template:{s}" for s in SPECS[benchmark].signatures]
+    expected += [f"template:{s}" for s in select_spec(benchmark).signatures]
     expected += [f"example:{p.stem}" for p in EXAMPLES_DIR.glob(f"{benchmark}_*.txt")]
     assert sorted(names) == sorted(expected)
-    assert any(n.startswith("example:") for n in names)
+    assert any(n.startswith("example:") for n in names) or benchmark not in BUILTINS
 
 
 @pytest.mark.parametrize("env_id", sorted(SELECT_ENV_IDS))
@@ -87,7 +103,7 @@ def test_dbbench_features_read_signatures_from_the_packet():
 @pytest.mark.parametrize("benchmark", BENCHMARKS)
 def test_features_follow_the_packet(benchmark):
     """Real packets: the signature shares match the template's own ``detect``, and other packets read differently."""
-    rules = importlib.import_module(f"baselines.template_{benchmark}")
+    rules = plugins.template_rules(benchmark)
     env = gym.make(next(k for k, v in ENV_IDS.items() if v["benchmark"] == benchmark), batch_size=10, split="train")
     names = feature_names(benchmark)
     vectors = []
@@ -101,9 +117,9 @@ def test_features_follow_the_packet(benchmark):
             assert f["failure_share"] == pytest.approx(len(fails) / packet["batch_size"])
             # the reference: the template engineer's detect over the whole packet (every signature it knows is a feature)
             found = set(rules.detect(packet))
-            assert found <= set(SPECS[benchmark].signatures)
-            assert {s for s in SPECS[benchmark].signatures if f[f"sig:{s}"] > 0} == found
-            for s in SPECS[benchmark].signatures:
+            assert found <= set(select_spec(benchmark).signatures)
+            assert {s for s in select_spec(benchmark).signatures if f[f"sig:{s}"] > 0} == found
+            for s in select_spec(benchmark).signatures:
                 share = sum(s in trace_signatures(benchmark, t) for t in fails) / max(1, len(fails))
                 assert f[f"sig:{s}"] == pytest.approx(share)
             if fails:
@@ -118,7 +134,7 @@ def test_features_follow_the_packet(benchmark):
 def test_select_env_rejects_sequential_editing_and_unknown_benchmarks():
     with pytest.raises(ConfigError, match="single-step"):
         HarnessSelectEnv(max_edits=2)
-    with pytest.raises(ConfigError, match="feature table for"):
+    with pytest.raises(ConfigError, match="unknown benchmark .nosuch.: expected one of"):
         HarnessSelectEnv(benchmark="nosuch")
 
 
@@ -172,3 +188,47 @@ def test_missing_selector_names_the_training_command(tmp_path):
     pol = make_policy(f"sb3-select:{tmp_path}/sel_{{benchmark}}.zip")  # a pattern loads on first use
     with pytest.raises(ConfigError, match="for webshop.*train --benchmark webshop --out"):
         pol.propose([PolicyInput("", {"failures": []}, "webshop")])
+
+
+@pytest.mark.parametrize("benchmark", BUILTINS)
+def test_shipped_selector_is_small_checked_and_loads(benchmark):
+    _needs_sb3()
+    from baselines.sb3_select.policy import load_selector
+    from baselines.sb3_select.train import SHIPPED_DIR, meta_path
+
+    path = SHIPPED_DIR / f"{benchmark}.pt"
+    meta = json.loads(meta_path(path).read_text(encoding="utf-8"))
+    assert path.stat().st_size < 100_000 and meta["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert meta["trained"]["target"] == "sim" and "--export" in meta["trained"]["command"]
+    sel = load_selector(path, benchmark)
+    assert [e.name for e in sel.library] == meta["library"]
+    assert sel.model.observation_space.shape == (len(feature_names(benchmark)),)
+
+
+def test_shipped_selector_refuses_a_file_that_does_not_match_its_sha256(tmp_path):
+    _needs_sb3()
+    from baselines.sb3_select.policy import load_selector
+    from baselines.sb3_select.train import SHIPPED_DIR, meta_path
+
+    src = SHIPPED_DIR / "dbbench.pt"
+    bad = tmp_path / "dbbench.pt"
+    bad.write_bytes(src.read_bytes()[:-8] + b"\0" * 8)
+    meta_path(bad).write_text(meta_path(src).read_text(encoding="utf-8"), encoding="utf-8")
+    with pytest.raises(ConfigError, match="sha256"):
+        load_selector(bad, "dbbench")
+
+
+def test_plain_sb3_select_runs_from_a_fresh_clone_without_runs(tmp_path):
+    """``harness-gym bench --policy sb3-select`` with no runs/ folder: the shipped selectors are used."""
+    _needs_sb3()
+    assert not (tmp_path / "runs").exists()
+    out = tmp_path / "out" / "bench.jsonl"
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness_gym.cli", "bench", "--env", "HarnessEdit-DBBench-v0,HarnessEdit-WebShop-v0",
+         "--policy", "sb3-select", "--episodes", "1", "--batch-size", "4", "--out", str(out), "--no-plot",
+         "--no-progress"], cwd=tmp_path, capture_output=True, text=True, timeout=600,
+        env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert len(rows) == 2 and all(r["patch_valid"] for r in rows)
+    assert not (tmp_path / "runs").exists()

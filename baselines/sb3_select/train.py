@@ -4,8 +4,9 @@
 (batches from a pool of ``--seed-pool`` seeds, so rollouts are cached after their first
 visit), saves ``runs/sb3_select_webshop.zip`` (where plain ``sb3-select`` looks) and
 reports mean Δ_B on ``--eval-episodes`` test batches against the template policy on the
-same batches. ``--benchmark dbbench,webshop,alfworld`` trains one selector per benchmark.
-Needs ``pip install stable-baselines3`` (and torch).
+same batches. ``--benchmark dbbench,webshop,alfworld`` trains one selector per benchmark; ``--export``
+also writes the small weights-only policy the package ships (``models/<benchmark>.pt``,
+what plain ``sb3-select`` uses when ``runs/`` has no model). Needs ``pip install stable-baselines3`` (and torch).
 """
 from __future__ import annotations
 
@@ -20,7 +21,10 @@ from typing import Any, cast
 from harness_gym.errors import ConfigError
 
 SB3_EXTRA = "pip install 'torch==2.13.0' stable-baselines3"
-DEFAULT_OUT = "runs/sb3_select_{benchmark}.zip"  # where plain ``sb3-select`` looks
+DEFAULT_OUT = "runs/sb3_select_{benchmark}.zip"  # where plain ``sb3-select`` looks first
+# The selectors shipped with the package (``--export``): plain ``sb3-select`` falls back to them.
+SHIPPED_DIR = Path(__file__).resolve().parent / "models"
+NET_ARCH = [64, 64]
 
 
 @dataclass(frozen=True)
@@ -83,7 +87,7 @@ def train_selector(cfg: SelectTrainConfig, out: str | Path, env_kwargs: dict[str
     try:
         model = sb3.PPO("MlpPolicy", env, n_steps=cfg.n_steps, batch_size=min(cfg.n_steps, 32), n_epochs=8,
                         gamma=0.0, gae_lambda=1.0, learning_rate=cfg.learning_rate, ent_coef=cfg.ent_coef,
-                        seed=cfg.seed, device="cpu", verbose=verbose, policy_kwargs={"net_arch": [64, 64]})
+                        seed=cfg.seed, device="cpu", verbose=verbose, policy_kwargs={"net_arch": list(NET_ARCH)})
         model.learn(total_timesteps=cfg.timesteps, callback=Rollouts())
     finally:
         torch.set_num_threads(threads)
@@ -98,7 +102,35 @@ def train_selector(cfg: SelectTrainConfig, out: str | Path, env_kwargs: dict[str
 
 def meta_path(model_path: str | Path) -> Path:
     p = Path(model_path)
-    return p.with_name(p.name.removesuffix(".zip") + ".library.json")
+    return p.with_name(p.name.removesuffix(".zip").removesuffix(".pt") + ".library.json")
+
+
+def export_policy(model_path: str | Path, out: str | Path, cfg: SelectTrainConfig) -> Path:
+    """Write the policy network of a trained selector as a small weights-only file (``.pt``).
+
+    Only the actor-critic weights are kept (no optimizer state, no pickled objects: it loads
+    with ``torch.load(weights_only=True)``); the ``.library.json`` beside it records the arms,
+    the training config and the file's sha256.
+    """
+    import hashlib
+
+    import torch
+
+    model = _sb3().PPO.load(str(model_path), device="cpu")
+    meta = json.loads(meta_path(model_path).read_text(encoding="utf-8"))
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    state = {k: v.detach().clone().contiguous() for k, v in model.policy.state_dict().items()}
+    torch.save(state, str(out))
+    meta.update(format="policy-state-dict", net_arch=list(NET_ARCH), features=int(model.observation_space.shape[0]),
+                trained={"command": f"python -m baselines.sb3_select.train --benchmark {cfg.benchmark} --timesteps "
+                                    f"{cfg.timesteps} --seed {cfg.seed} --seed-pool {cfg.seed_pool} --export",
+                         **{k: getattr(cfg, k) for k in ("timesteps", "seed", "seed_pool", "split", "batch_size",
+                                                         "n_steps", "learning_rate", "ent_coef")},
+                         "target": "sim"},
+                sha256=hashlib.sha256(out.read_bytes()).hexdigest())
+    meta_path(out).write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
+    return out
 
 
 def _mode(xs: Any) -> int:
@@ -110,13 +142,9 @@ def _mode(xs: Any) -> int:
 
 def edit_env_id(benchmark: str) -> str:
     """The ``HarnessEdit-*`` id of ``benchmark`` (what ``harness-gym bench`` runs policies on)."""
-    from harness_gym.envs.registration import ENV_IDS
+    from harness_gym.envs.registration import edit_env_id as env_id
 
-    ids = [k for k, v in ENV_IDS.items() if v["benchmark"] == benchmark]
-    if not ids:
-        raise ConfigError(f"benchmark={benchmark!r}: no HarnessEdit env id; expected one of "
-                          f"{sorted(v['benchmark'] for v in ENV_IDS.values())}")
-    return ids[0]
+    return env_id(benchmark)
 
 
 def evaluate_selector(path: str | Path, episodes: int = 20, seed: int = 0, env_id: str | None = None,
@@ -161,6 +189,8 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed-pool", type=int, default=64)
     p.add_argument("--out", default=DEFAULT_OUT, help="model path; {benchmark} is filled in (default: %(default)s)")
     p.add_argument("--eval-episodes", type=int, default=20)
+    p.add_argument("--export", action="store_true",
+                   help="also write the weights-only policy to baselines/sb3_select/models/<benchmark>.pt (the shipped selectors)")
     return p
 
 
@@ -180,6 +210,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         out = args.out.replace("{benchmark}", cfg.benchmark)
         _, log = train_selector(cfg, out)
         print(f"{cfg.benchmark}: saved {out}")
+        if args.export:
+            shipped = export_policy(out, SHIPPED_DIR / f"{cfg.benchmark}.pt", cfg)
+            print(f"{cfg.benchmark}: exported {shipped} ({shipped.stat().st_size:,} bytes)")
         for row in log:
             print(f"timesteps={row['timesteps']:5d} mean_reward={row['mean_reward']:+.4f} top_action={row['top_action']}")
         if args.eval_episodes:

@@ -11,7 +11,7 @@ Observation
     ``Box(0, 1, (len(feature_names(benchmark)),), float32)``: features of the failure
     packet — pass rate, failure share, the share of failures showing each of the
     benchmark's failure signatures, critic category shares, mean runtime signals (scaled
-    and clipped) and task-kind shares. The per-benchmark table is ``SPECS``.
+    and clipped) and task-kind shares. The per-benchmark table is ``Benchmark.select()``.
 Action
     ``Discrete(len(library))``.
 Reward
@@ -20,15 +20,15 @@ Termination
     After one step (``terminated=True``).
 Ids
     ``HarnessSelect-DBBench-v0``, ``HarnessSelect-WebShop-v0``, ``HarnessSelect-ALFWorld-v0``
+    and ``HarnessSelect-<display>-v0`` of every plugin benchmark with a ``select()`` table
     (registered in ``envs/registration.py``).
 
-Signatures are detected and arms written by ``baselines`` (imported lazily); pass
-``library=`` to use other arms.
+Signatures are detected and arms written by the benchmark's ``template()`` rules and the
+generic ``baselines`` (imported lazily); pass ``library=`` to use other arms.
 """
 from __future__ import annotations
 
 import hashlib
-import importlib
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -38,67 +38,20 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from harness_gym.benchmarks import plugins
+from harness_gym.benchmarks.api import CATEGORIES, SelectSpec
 from harness_gym.envs.harness_edit import HarnessEditEnv
 from harness_gym.errors import ConfigError
 
-CATEGORIES = ("prompt_ambiguity", "tool_schema_error", "skill_missing", "middleware_mismatch", "memory_overflow",
-              "agent_error")
+__all__ = ["CATEGORIES", "HarnessSelectEnv", "LibraryEntry", "SelectSpec", "default_library", "feature_names",
+           "packet_features", "select_spec"]
+
 EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "examples" / "patches"
 
 
-@dataclass(frozen=True)
-class SelectSpec:
-    """One benchmark's row of the feature table; its signatures also name the fixed ``template:<sig>`` arms.
-
-    ``signatures``: failure signatures of ``baselines.template_<benchmark>``, detected per failure trace.
-    ``signals``: (name, scale): a trace's runtime signal (else the trace field, e.g. ``turns``), mean / scale.
-    ``kinds``: (name, task types): the share of failures of those types; ``()`` takes every type not listed.
-    """
-
-    signatures: tuple[str, ...]
-    signals: tuple[tuple[str, float], ...]
-    kinds: tuple[tuple[str, tuple[str, ...]], ...]
-
-    def feature_names(self) -> tuple[str, ...]:
-        return (("pass_rate", "failure_share") + tuple(f"sig:{s}" for s in self.signatures)
-                + tuple(f"cat:{c}" for c in CATEGORIES) + tuple(f"signal:{k}" for k, _ in self.signals)
-                + tuple(f"kind:{k}" for k, _ in self.kinds))
-
-
-SPECS: dict[str, SelectSpec] = {
-    "dbbench": SelectSpec(
-        signatures=("commit_before_sql", "commit_before_mutation", "empty_commit", "verbose_answer", "identifier_error",
-                    "empty_result", "numeric_text", "repeated_sql", "mutation_format"),
-        signals=(("sql_calls", 20), ("error_results", 20), ("empty_results", 20), ("max_same_sql", 20),
-                 ("text_only_turns", 20), ("commits", 5)),
-        kinds=(("mutation", ("INSERT", "UPDATE")), ("select", ())),
-    ),
-    "webshop": SelectSpec(
-        signatures=("buy_without_options", "over_budget", "invalid_click", "search_loop", "repeat_click", "stall",
-                    "text_only"),
-        signals=(("total_actions", 20), ("searches", 10), ("clicks", 20), ("buy_now", 3), ("text_only_turns", 10),
-                 ("task_limit_reached", 1), ("reward", 1)),
-        # the product categories of ``targets/webshop/tasks.py`` (``general`` and any other: "other")
-        kinds=(("apparel", ("apparel",)), ("beauty", ("beauty",)), ("food", ("food",)), ("tech", ("tech",)),
-               ("home", ("home",)), ("other", ())),
-    ),
-    "alfworld": SelectSpec(
-        signatures=("skip_transform", "wrong_receptacle", "retake_placed", "examine_instead", "not_opening",
-                    "substitute_object", "invalid_grammar"),
-        signals=(("take_action_calls", 50), ("nothing_happens", 10), ("text_only_turns", 10), ("turns", 50)),
-        # ``targets/alfworld/tasks.py:TASK_TYPES``
-        kinds=(("pick_and_place", ("pick_and_place_simple",)), ("look_at_obj", ("look_at_obj_in_light",)),
-               ("clean", ("pick_clean_then_place_in_recep",)), ("heat", ("pick_heat_then_place_in_recep",)),
-               ("cool", ("pick_cool_then_place_in_recep",)), ("two_obj", ("pick_two_obj_and_place",)), ("other", ())),
-    ),
-}
-
-
 def select_spec(benchmark: str) -> SelectSpec:
-    if benchmark not in SPECS:
-        raise ConfigError(f"benchmark={benchmark!r}: HarnessSelectEnv has a feature table for {sorted(SPECS)}; "
-                          "add a SelectSpec row to harness_gym.envs.select.SPECS for a new benchmark")
-    return SPECS[benchmark]
+    """The benchmark's feature table (``Benchmark.select()``)."""
+    return plugins.select_spec(benchmark)
 
 
 def feature_names(benchmark: str) -> tuple[str, ...]:
@@ -108,7 +61,7 @@ def feature_names(benchmark: str) -> tuple[str, ...]:
 
 def trace_signatures(benchmark: str, trace: dict[str, Any]) -> set[str]:
     """The table's failure signatures shown by one failure trace of the packet."""
-    found = importlib.import_module(f"baselines.template_{benchmark}").detect({"failures": [trace]})
+    found = plugins.template_rules(benchmark).detect({"failures": [trace]})
     return set(found) & set(select_spec(benchmark).signatures)
 
 
@@ -152,7 +105,7 @@ def default_library(benchmark: str) -> list[LibraryEntry]:
 
     Packet-adaptive: noop, self-refine, template, co-harness, ``template:top`` (the template
     rule of the packet's most frequent signature only). Fixed: ``template:<sig>`` per
-    signature of ``SPECS[benchmark]``, ``template:all`` (every rule, needed or not) and
+    signature of ``select_spec(benchmark)``, ``template:all`` (every rule, needed or not) and
     ``example:<stem>`` per ``examples/patches/<benchmark>_*.txt``. The partial and
     unconditional variants are there so the choice matters: each helps some packets only.
     """
@@ -164,7 +117,7 @@ def default_library(benchmark: str) -> list[LibraryEntry]:
     from baselines.template import TemplatePolicy
 
     spec = select_spec(benchmark)
-    rules = importlib.import_module(f"baselines.template_{benchmark}")
+    rules = plugins.template_rules(benchmark)
 
     def from_policy(policy: Any) -> Callable[[str, dict[str, Any], str], str]:
         return lambda text, packet, bench: policy.propose([PolicyInput(text, packet, bench)], k=1)[0][0]

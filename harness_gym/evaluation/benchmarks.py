@@ -1,7 +1,10 @@
-"""What evaluation needs from each target, behind one record per benchmark."""
+"""What evaluation needs from each benchmark, behind one record per benchmark (``BenchmarkSpec``).
+
+Benchmarks are found through the ``harness_gym.benchmarks`` entry points
+(``harness_gym/benchmarks/plugins.py``); ``get_benchmark(name)`` is the spec of one.
+"""
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Awaitable, Callable, Sequence
@@ -31,24 +34,33 @@ class BenchmarkSpec:
     # Gold strings of a batch's tasks (reference answers, reference solutions, distinctive
     # data values) that a patch must not contain (``harness/leakage.py``); None: none known.
     gold_strings: Callable[[Sequence[Any]], Sequence[str]] | None = None
+    # The default harness folder (system_prompt.md, tools.json, config.json, hooks/); None: the
+    # built-in layout, ``harness_gym/benchmarks/<name>/harness``.
+    harness_dir: Path | None = None
 
     def backend_for(self, data_dir: str | Path | None) -> str:
         """The default world backend for tasks from ``data_dir`` (None: the embedded tasks)."""
         return self.original_backend if data_dir is not None and self.original_backend else self.default_backend
 
     def default_harness(self) -> Harness:
-        return Harness.from_dir(self.name, HARNESS_ROOT / self.name / "harness")
+        return Harness.from_dir(self.name, self.harness_dir or HARNESS_ROOT / self.name / "harness")
 
 
-KNOWN = ("dbbench", "webshop", "alfworld")
+def known_benchmarks() -> list[str]:
+    """Names of every registered benchmark, built-ins first."""
+    from harness_gym.benchmarks import plugins
+
+    return plugins.names()
 
 
 def get_benchmark(name: str) -> BenchmarkSpec:
-    """The spec of benchmark ``name``, from ``evaluation/spec_<name>.py`` (its ``spec()``)."""
-    if name not in KNOWN:
-        raise ConfigError(f"unknown benchmark {name!r}: expected one of {list(KNOWN)}")
-    try:
-        module = importlib.import_module(f"harness_gym.benchmarks.{name}.spec")
-    except ModuleNotFoundError as exc:
-        raise ConfigError(f"benchmark {name!r} is not available in this version") from exc
-    return module.spec()
+    """The spec of benchmark ``name`` (its ``Benchmark.spec()``); unknown: a one-line ``ConfigError``."""
+    from harness_gym.benchmarks import plugins
+
+    bench = plugins.get(name)
+    spec = bench.spec()
+    if not isinstance(spec, BenchmarkSpec) or spec.name != name:
+        got = f"a BenchmarkSpec named {spec.name!r}" if isinstance(spec, BenchmarkSpec) else type(spec).__name__
+        raise ConfigError(f"benchmark {name!r} ({plugins.discover().packages[name]}): spec() returned {got}, "
+                          f"expected a BenchmarkSpec named {name!r}")
+    return spec

@@ -30,7 +30,6 @@ from harness_gym.harness.diff import apply_unified_diff, looks_like_diff
 from harness_gym.harness.files import Harness, hook_file_point, next_hook_path
 from harness_gym.harness.hygiene import check_line_lengths, check_strings, check_text
 from harness_gym.harness.policy import (
-    BENCHMARKS,
     HOOK_POINTS,
     PolicyViolation,
     check_hook_code,
@@ -265,6 +264,13 @@ def _extract_bare_json(text: str) -> dict[str, Any]:
     return obj
 
 
+def _known_benchmarks() -> list[str]:
+    """Every registered benchmark (the ``harness_gym.benchmarks`` entry points), built-ins first."""
+    from harness_gym.evaluation.benchmarks import known_benchmarks
+
+    return known_benchmarks()
+
+
 def _parse_r1(obj: dict[str, Any], harness: Harness) -> Patch:
     """Harness-R1 ``normalize_patch`` + ``require_code_hook_only_patch`` + benchmark check."""
     if not isinstance(obj, dict):
@@ -272,8 +278,9 @@ def _parse_r1(obj: dict[str, Any], harness: Harness) -> Patch:
     check_strings(obj, "patch JSON string")
     raw_bench = obj.get("benchmark")
     benchmark = str(raw_bench or harness.benchmark).lower()
-    if benchmark not in BENCHMARKS:
-        raise _err(f"unsupported benchmark {benchmark!r}; expected one of {', '.join(BENCHMARKS)}")
+    known = _known_benchmarks()
+    if benchmark not in known:
+        raise _err(f"unsupported benchmark {benchmark!r}; expected one of {', '.join(known)}")
     if benchmark != harness.benchmark:
         raise _err(f"patch is for benchmark {benchmark!r} but this environment is {harness.benchmark!r}; set \"benchmark\": \"{harness.benchmark}\"")
     actions = obj.get("actions")

@@ -1,13 +1,12 @@
 """The simulated target: a chat backend that answers like an LLM agent, on a CPU.
 
-It dispatches each request to its target's simulated policy (``targets/<name>/sim.py``),
-which reads the conversation and returns an assistant message with tool calls. The only
+It dispatches each request to its benchmark's simulated policy (``Benchmark.sim()``,
+``harness_gym/benchmarks/<name>/sim.py`` for the built-ins), which reads the conversation and returns an assistant message with tool calls. The only
 extra input is ``request.knowledge`` — the task's reference solution, which the harness
 and hooks never see.
 """
 from __future__ import annotations
 
-import importlib
 from typing import Any, Callable
 
 from harness_gym.errors import BackendError
@@ -24,11 +23,18 @@ class SimBackend(ChatBackend):
 
     def _policy(self, benchmark: str) -> Callable[..., Message]:
         if benchmark not in self._respond:
+            from harness_gym.benchmarks import plugins
+            from harness_gym.errors import ConfigError
+
             try:
-                module = importlib.import_module(f"harness_gym.benchmarks.{benchmark}.sim")
-            except ModuleNotFoundError as exc:
-                raise BackendError(f"the sim target has no policy for benchmark {benchmark!r}") from exc
-            self._respond[benchmark] = module.respond
+                policy = plugins.get(benchmark).sim()
+            except ConfigError as exc:
+                raise BackendError(f"the sim target has no policy for benchmark {benchmark!r}: {exc}") from None
+            if policy is None or not callable(policy):
+                raise BackendError(f"the sim target has no policy for benchmark {benchmark!r} "
+                                   f"({plugins.discover().packages[benchmark]}: Benchmark.sim() returned "
+                                   f"{type(policy).__name__}); use a model target (hf:, vllm:, openai:)")
+            self._respond[benchmark] = policy
         return self._respond[benchmark]
 
     async def generate(self, requests: list[ChatRequest]) -> list[Message]:

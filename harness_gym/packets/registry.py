@@ -1,19 +1,15 @@
-"""Per-benchmark packet builders and prompt parts, found by module name.
+"""Per-benchmark packet builders and prompt parts, through the benchmark contract.
 
-A benchmark ``b`` provides ``harness_gym/packets/b.py`` with
+Each registered ``Benchmark`` (``harness_gym/benchmarks/api.py``) provides
 ``build_packet(results, *, batch_tag, batch_digest, harness) -> Packet`` and
-``harness_gym/packets/b_prompt.py`` with ``PROMPT: PromptParts``. Adding a benchmark
-needs no edit here.
+``prompt() -> PromptParts``. Adding a benchmark needs no edit here.
 """
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 from typing import Any, Callable
 
 from harness_gym.errors import ConfigError
-
-KNOWN = ("dbbench", "webshop", "alfworld")
 
 
 @dataclass(frozen=True)
@@ -27,18 +23,18 @@ class PromptParts:
     runtime_context: str
 
 
-def _module(name: str, benchmark: str) -> Any:
-    if benchmark not in KNOWN:
-        raise ConfigError(f"unknown benchmark {benchmark!r}: expected one of {list(KNOWN)}")
-    try:
-        return importlib.import_module(name)
-    except ModuleNotFoundError as exc:
-        raise ConfigError(f"benchmark {benchmark!r} has no packet module {name!r} yet") from exc
-
-
 def prompt_parts(benchmark: str) -> PromptParts:
-    return _module(f"harness_gym.benchmarks.{benchmark}.prompt", benchmark).PROMPT
+    from harness_gym.benchmarks import plugins
+
+    parts = plugins.get(benchmark).prompt()
+    if not isinstance(parts, PromptParts) or parts.benchmark != benchmark:
+        got = f"PromptParts for {parts.benchmark!r}" if isinstance(parts, PromptParts) else type(parts).__name__
+        raise ConfigError(f"benchmark {benchmark!r} ({plugins.discover().packages[benchmark]}): prompt() returned "
+                          f"{got}, expected harness_gym.benchmarks.api PromptParts for {benchmark!r}")
+    return parts
 
 
 def packet_builder(benchmark: str) -> Callable[..., Any]:
-    return _module(f"harness_gym.benchmarks.{benchmark}.packet", benchmark).build_packet
+    from harness_gym.benchmarks import plugins
+
+    return plugins.get(benchmark).build_packet
