@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Sequence
+from types import MappingProxyType
+from typing import Any, Awaitable, Callable, Mapping, Sequence
 
 from harness_gym.errors import ConfigError
 from harness_gym.harness.files import Harness
@@ -31,6 +32,13 @@ class BenchmarkSpec:
     # Gold strings of a batch's tasks (reference answers, reference solutions, distinctive
     # data values) that a patch must not contain (``harness/leakage.py``); None: none known.
     gold_strings: Callable[[Sequence[Any]], Sequence[str]] | None = None
+    # The rules a harness is scored by (round/step limits, repeat limits, time limits, metric):
+    # the episode loop reads its limits from here, never from the patchable config.json, and
+    # a patch that changes one of these keys in config.json is a PatchError (harness/patch.py).
+    protocol: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "protocol", MappingProxyType(dict(self.protocol)))
 
     def backend_for(self, data_dir: str | Path | None) -> str:
         """The default world backend for tasks from ``data_dir`` (None: the embedded tasks)."""
@@ -52,3 +60,11 @@ def get_benchmark(name: str) -> BenchmarkSpec:
     except ModuleNotFoundError as exc:
         raise ConfigError(f"benchmark {name!r} is not available in this version") from exc
     return module.spec()
+
+
+def protocol_of(name: str) -> Mapping[str, Any]:
+    """Benchmark ``name``'s protocol mapping (its spec module's ``PROTOCOL``), without building the spec."""
+    if name not in KNOWN:
+        raise ConfigError(f"unknown benchmark {name!r}: expected one of {list(KNOWN)}")
+    module = importlib.import_module(f"harness_gym.benchmarks.{name}.spec")
+    return MappingProxyType(dict(module.PROTOCOL))
