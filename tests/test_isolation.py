@@ -139,7 +139,7 @@ def make_pre_hint(ctx, nb):
 
 def on_before_action(ctx, nb):
     nb['junk'] = ['y' * 1000] * 200
-    return {'type': 'block_and_prompt', 'message': 'x' * 5000}
+    return {'type': 'rewrite_action', 'action': 'x' * 5000}
 
 def on_post_step(ctx, nb):
     return bomb(0)
@@ -160,7 +160,7 @@ def _group(env: Any, obs: str, info: dict) -> list[str]:
 
 
 def test_a_hostile_patch_in_a_group_cannot_change_the_other_rewards() -> None:
-    kw = {"batch_size": 4, "sandbox_timeout_s": 1.0}
+    kw = {"batch_size": 4, "sandbox_timeout_s": 0.5}
     group_env = gym.make("HarnessEdit-DBBench-v0", **kw)
     alone_env = gym.make("HarnessEdit-DBBench-v0", **kw)
     try:
@@ -185,6 +185,7 @@ def test_a_hostile_patch_in_a_group_cannot_change_the_other_rewards() -> None:
         hostile_pids = {pid for pid, shas in served.items() if shas & hostile_sha}
         other_pids = {pid for pid, shas in served.items() if not shas & hostile_sha}
         assert hostile_pids and other_pids and not hostile_pids & other_pids
+        assert len(hostile_pids) > pool.workers  # its timeouts and memory bomb really cost it workers
         assert len(pool._idle) <= pool.max_idle
     finally:
         group_env.close()
@@ -211,3 +212,27 @@ def test_idle_workers_are_capped_least_recently_used_first() -> None:
         assert all(len(shas) == 1 for shas in pool.served.values())
     finally:
         asyncio.run(pool.close())
+
+
+CODECS = ("def hook(ctx, nb):\n    out = [str('é'.encode('cp1252')), str('é'.encode('utf-16'))]\n"
+          "    try:\n        out.append(str('é'.encode('cp437')))\n    except Exception:\n        out.append('lookup')\n"
+          "    return {'type': 'inject_hint', 'message': ' '.join(out)}\n")
+
+
+def test_hooks_behave_the_same_in_every_mode_nothing_is_imported_after_the_drop() -> None:
+    """In process/unshare mode the interpreter's files may be out of uid 65534's reach; so in
+    every mode a fixed set of codecs is loaded before the drop and file imports are closed."""
+    seen = {}
+    for level in ("bwrap", "unshare", "process"):
+        try:
+            iso_mod.isolation(level)
+        except SandboxError:
+            continue
+        pool = SandboxPool(workers=1, isolation=level)
+        try:
+            res = asyncio.run(pool.call(CODECS, "hook", "dbbench", {}, {}))
+        finally:
+            asyncio.run(pool.close())
+        assert res.ok, (level, res.error)
+        seen[level] = res.value["message"]
+    assert seen and set(seen.values()) == {"b'\\xe9' b'\\xff\\xfe\\xe9\\x00' lookup"}, seen

@@ -5,7 +5,8 @@ environment, in an empty temporary directory. It imports only the standard libra
 ``harness_gym/harness/policy.py`` (loaded by path), never the ``harness_gym`` package.
 
 Least privilege, before any request is read (``drop_privileges``): everything the worker
-will ever import is imported and one hook is checked and run as a warm-up; then, when
+will ever import is imported (with a fixed set of codecs) and one hook is checked and run
+as a warm-up, and file imports are closed afterwards in every mode; then, when
 started as root with ``--drop``, the capability bounding set and ambient set are cleared,
 supplementary groups dropped and real/effective/saved uid and gid set to 65534 (nobody),
 which also empties the permitted and effective capability sets. In every case
@@ -455,6 +456,20 @@ def unprivileged(creds: dict[str, Any], uid: int = NOBODY) -> bool:
             and creds.get("no_new_privs") == 1)
 
 
+# Codecs a hook may name in str.encode/bytes.decode; any other is a LookupError, in every
+# isolation mode alike (nothing is imported after the drop, see _close_imports).
+PRELOADED_ENCODINGS = ("utf_8", "utf_16", "utf_32", "ascii", "latin_1", "cp1252", "unicode_escape", "raw_unicode_escape")
+
+
+def _close_imports() -> None:
+    """No module is imported from files after the drop, whatever the isolation mode: in
+    ``process``/``unshare`` mode the interpreter's files may be out of uid 65534's reach, under
+    bwrap they are not, and a hook must behave the same in all three."""
+    sys.meta_path[:] = [finder for finder in sys.meta_path if getattr(finder, "__name__", "") != "PathFinder"]
+    sys.path.clear()
+    sys.path_importer_cache.clear()
+
+
 _PROBE_PATHS = ("/proc/1/ns/net", "/proc/1/environ")
 
 
@@ -508,6 +523,8 @@ def main(argv: list[str] | None = None) -> int:
     import time  # noqa: F401
     import socket  # noqa: F401
 
+    for name in PRELOADED_ENCODINGS:
+        __import__(f"encodings.{name}")
     Worker(policy).call({"sha": "warmup", "entry": "hook", "benchmark": "dbbench", "code": _WARMUP, "ctx": {"x": "a"}, "nb": {}})
     try:
         if "--readonly" in flags:
@@ -517,6 +534,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.write(json.dumps({"status": "error", "error": _one_line(f"cannot drop privileges: {exc}")}) + "\n")
         sys.stdout.flush()
         return 3
+    _close_imports()
     if "--probe" in flags:
         at = flags.index("--probe")
         port, parent = int(flags[at + 1]), int(flags[at + 2])
