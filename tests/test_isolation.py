@@ -80,6 +80,29 @@ def test_the_real_worker_cannot_reach_namespaces_proc_or_host_files(level: str) 
     assert not any(p.name.startswith(".hg-probe-") for p in Path("/tmp").iterdir())
 
 
+@pytest.mark.parametrize("level", ["bwrap", "unshare", "process"])
+def test_a_worker_cannot_reach_another_worker(level: str) -> None:
+    """Workers all run as uid 65534: non-dumpable keeps their /proc files and memory closed to
+    each other; a pid namespace (bwrap, unshare as root) keeps signals from reaching them."""
+    _available(level)
+    pool = SandboxPool(workers=1, isolation=level)
+    try:
+        assert asyncio.run(pool.call(TRIVIAL, "hook", "dbbench", {}, {})).ok
+        (peer,) = pool.pids()
+        candidate = next(c for c in iso_mod._candidates(iso_mod.python_executable()) if c.level == level)
+        problem, report = iso_mod._probe(candidate, iso_mod.python_executable(), "/", peers=(peer,))
+        assert problem is None, problem
+        assert report["opened"] == [], report["opened"]  # /proc/<peer>/{environ,ns/net,mem}
+        if level != "process" and AS_ROOT:
+            assert report["pid"] == 1 and report["signalled"] == [], report
+        elif level == "process" and AS_ROOT:
+            assert report["signalled"] == [peer]  # the one gap of process mode: same uid, same pid namespace
+            assert "no-signals-out" not in iso_mod.isolation("process").layers
+        assert asyncio.run(pool.call(TRIVIAL, "hook", "dbbench", {}, {})).ok and pool.pids() == [peer]
+    finally:
+        asyncio.run(pool.close())
+
+
 def test_unprivileged_reads_every_field() -> None:
     good = {"uid": [65534] * 3, "gid": [65534] * 3, "groups": [], "no_new_privs": 1, "dumpable": 0,
             "caps": {"effective": 0, "permitted": 0, "inheritable": 0, "bounding": 0}}

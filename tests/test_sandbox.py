@@ -185,8 +185,13 @@ def test_a_worker_killed_mid_call_is_reported_and_replaced(pool: SandboxPool) ->
     async def scenario() -> tuple[CallResult, CallResult]:
         await call(pool, TRIVIAL)
         task = asyncio.ensure_future(call(pool, slow))
+        sha = pool.code_sha(slow, "hook", "dbbench")
+        for _ in range(200):  # its own worker (one module per worker) is started, then the call is in flight
+            await asyncio.sleep(0.02)
+            if pool.pids(sha):
+                break
         await asyncio.sleep(0.2)
-        for pid in pool.pids():
+        for pid in pool.pids(sha):
             os.kill(pid, signal.SIGKILL)
         return await task, await call(pool, TRIVIAL)
 

@@ -9,9 +9,10 @@ command prefix plus the OS layers that were *verified* by the probe, not assumed
   worker files; ``/dev`` is minimal and ``/tmp`` an empty read-only tmpfs. Nothing of the
   host's ``/work``, ``/home``, ``/root`` or ``/proc`` is visible, so gold data on disk is
   out of reach even if the AST policy had a hole.
-- ``unshare``: ``unshare --net --ipc --mount`` (``--user`` instead of ``--mount`` when
-  unprivileged): no network, no SysV IPC shared with other processes, and (as root) a
-  private mount namespace in which the worker remounts every mount read-only.
+- ``unshare``: ``unshare --net --ipc --mount --pid --fork`` (``--user --net --ipc`` when
+  unprivileged): no network, no SysV IPC shared with other processes, and (as root) its own
+  pid namespace (it cannot signal other workers) and a private mount namespace in which the
+  worker remounts every mount read-only.
 - ``process``: a plain clean process (scrubbed environment, closed fds, rlimits).
 
 Least privilege in all three: when the caller is root the worker drops itself, after
@@ -77,6 +78,11 @@ class Isolation:
     def wants_info_fd(self) -> bool:
         return self.level == "bwrap"
 
+    @property
+    def forks(self) -> bool:
+        """Whether the interpreter is a child of the launched process (``unshare --fork``), not the process itself."""
+        return self.level == "unshare" and "--fork" in self.prefix
+
     def worker_args(self) -> list[str]:
         return [self.inner_worker, self.inner_policy] + (["--drop"] if self.drop else []) + (["--readonly"] if self.readonly else [])
 
@@ -141,7 +147,10 @@ def _candidates(python: str) -> list[Isolation]:
     if unshare and sys.platform.startswith("linux"):
         # as root: a private mount namespace the worker makes read-only before dropping to nobody;
         # otherwise --user (no root inside, unlike -r: the worker keeps no capabilities)
-        flags = ["--net", "--ipc", "--mount", "--propagation", "private"] if root else ["--user", "--net", "--ipc"]
+        # --pid --fork --kill-child: the worker is pid 1 of its own pid namespace, so it cannot
+        # signal (or see by pid) any other process, other workers of uid 65534 included
+        flags = (["--net", "--ipc", "--mount", "--propagation", "private", "--pid", "--fork", "--kill-child"] if root
+                 else ["--user", "--net", "--ipc"])
         out.append(Isolation("unshare", (unshare, *flags, "--"), UNSHARE_LAYERS, str(WORKER_PATH), str(POLICY_PATH),
                              drop=root, readonly=root))
     out.append(Isolation("process", (), (), str(WORKER_PATH), str(POLICY_PATH), drop=root))
@@ -165,12 +174,17 @@ def _privilege_layers(report: dict, candidate: Isolation) -> tuple[str, ...]:
         layers.append("non-dumpable")
     if not report.get("opened"):
         layers.append("no-foreign-proc")
+    if candidate.level == "unshare" and report.get("pid") == 1:
+        layers.append("pidns")
+    if report.get("pid") == 1 and not report.get("signalled"):  # alone in its pid namespace
+        layers.append("no-signals-out")
     if candidate.level != "bwrap" and "writable" in report and not report["writable"]:
         layers += ["mountns", "readonly-fs"] if candidate.readonly else ["readonly-fs"]
     return tuple(layers)
 
 
-def _probe(candidate: Isolation, python: str, cwd: str, extra_dirs: tuple[str, ...] = ()) -> tuple[str | None, dict]:
+def _probe(candidate: Isolation, python: str, cwd: str, extra_dirs: tuple[str, ...] = (),
+           peers: tuple[int, ...] = ()) -> tuple[str | None, dict]:
     """(None, the worker's report) if ``candidate`` runs the worker unprivileged, offline and
     (bwrap) read-only; else (why not, report)."""
     name = os.path.basename(candidate.prefix[0]) if candidate.prefix else "process"
@@ -179,7 +193,8 @@ def _probe(candidate: Isolation, python: str, cwd: str, extra_dirs: tuple[str, .
         listener.bind(("127.0.0.1", 0))
         listener.listen(1)
         port = listener.getsockname()[1]
-        cmd = list(candidate.prefix) + [python, "-I", "-S", "-B", *candidate.worker_args(), "--probe", str(port), str(os.getpid()), *extra_dirs]
+        cmd = list(candidate.prefix) + [python, "-I", "-S", "-B", *candidate.worker_args(), "--probe", str(port), str(os.getpid()), *extra_dirs,
+                                                                                 *(f"--peer={pid}" for pid in peers)]
         try:
             done = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, cwd=cwd, env=dict(WORKER_ENV),
                                   close_fds=True, timeout=PROBE_TIMEOUT_S, check=False)
@@ -268,6 +283,24 @@ def announce(level: str | None = None) -> Isolation:
         _ANNOUNCED.add(iso.level)
         print(line, file=sys.stderr, flush=True)
     return iso
+
+
+def forked_child_pid(pid: int) -> int | None:
+    """The one child of ``pid`` (``unshare --fork``'s interpreter), from /proc; None if not found."""
+    try:
+        text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
+        kids = [int(x) for x in text.split()]
+    except (OSError, ValueError):
+        kids = []
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                try:
+                    stat = (entry / "stat").read_text()
+                except OSError:
+                    continue
+                if int(stat.rpartition(")")[2].split()[1]) == pid:
+                    kids.append(int(entry.name))
+    return kids[0] if len(kids) == 1 else None
 
 
 def read_child_pid(fd: int) -> int | None:

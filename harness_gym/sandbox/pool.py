@@ -44,6 +44,7 @@ from harness_gym.sandbox.isolation import (
     WORKER_ENV,
     WORKER_PATH,
     Isolation,
+    forked_child_pid,
     isolation,
     python_executable,
     read_child_pid,
@@ -297,6 +298,8 @@ class SandboxPool:
             if info_r is not None:
                 worker.pid = read_child_pid(info_r) or proc.pid
                 os.close(info_r)
+        if iso.forks:
+            worker.pid = forked_child_pid(proc.pid) or proc.pid
         if ready.get("status") != "ready":
             self._discard(worker)
             raise SandboxError(one_line(f"sandbox worker sent {str(ready)[:80]!r} instead of ready"))

@@ -473,13 +473,20 @@ def _close_imports() -> None:
 _PROBE_PATHS = ("/proc/1/ns/net", "/proc/1/environ")
 
 
-def probe(port: int, parent: int, cwd_checks: list[str]) -> dict[str, Any]:
+def probe(port: int, parent: int, cwd_checks: list[str], peers: tuple[int, ...] = ()) -> dict[str, Any]:
     """What this (already dropped) process can reach: the host's loopback, other processes'
-    /proc files and namespaces, writable places. Run by ``isolation.py`` under each candidate."""
+    /proc files and namespaces, signals to the parent and ``peers``, writable places. Run by
+    ``isolation.py`` under each candidate."""
     import os
     import socket
 
-    out: dict[str, Any] = {"network": False, "opened": [], "writable": []}
+    out: dict[str, Any] = {"network": False, "opened": [], "writable": [], "signalled": [], "pid": os.getpid()}
+    for pid in (parent, *peers):
+        try:
+            os.kill(pid, 0)  # signal 0: the permission and existence check only
+            out["signalled"].append(pid)
+        except OSError:
+            pass
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     s.settimeout(1.0)
     try:
@@ -489,7 +496,7 @@ def probe(port: int, parent: int, cwd_checks: list[str]) -> dict[str, Any]:
         pass
     finally:
         s.close()
-    for path in (*_PROBE_PATHS, f"/proc/{parent}/environ", f"/proc/{parent}/ns/net", f"/proc/{parent}/mem"):
+    for path in (*_PROBE_PATHS, *(f"/proc/{pid}/{leaf}" for pid in (parent, *peers) for leaf in ("environ", "ns/net", "mem"))):
         try:
             fd = os.open(path, os.O_RDONLY)
         except OSError:
@@ -538,9 +545,11 @@ def main(argv: list[str] | None = None) -> int:
     if "--probe" in flags:
         at = flags.index("--probe")
         port, parent = int(flags[at + 1]), int(flags[at + 2])
+        rest = [f for f in flags[at + 3:] if f not in ("--drop", "--readonly")]
+        peers = tuple(int(f[7:]) for f in rest if f.startswith("--peer="))
         limits = _set_limits()
         print(json.dumps({"status": "probe", "credentials": creds, "limits": limits,
-                          **probe(port, parent, flags[at + 3:])}), flush=True)
+                          **probe(port, parent, [f for f in rest if not f.startswith("--peer=")], peers)}), flush=True)
         return 0
     # Protocol output goes to a private duplicate of fd 1; stray writes land in /dev/null.
     out = os.fdopen(os.dup(1), "wb", buffering=0)
