@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 from pathlib import Path
 from typing import Any
@@ -139,8 +140,21 @@ def test_weaker_isolation_is_announced_once_on_stderr(capfd: pytest.CaptureFixtu
     out, err = capfd.readouterr()
     lines = [line for line in err.splitlines() if "hook sandbox" in line]
     assert len(lines) == 1, err
-    assert "'process'" in lines[0] and "weaker than bubblewrap" in lines[0] and "apt-get install bubblewrap" in lines[0]
+    assert "'process'" in lines[0] and "weaker than bubblewrap" in lines[0] and "chosen by HARNESS_GYM_SANDBOX" in lines[0]
     assert "hook sandbox" not in out
+
+
+def test_a_fallback_names_the_system_package(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a fresh machine without bubblewrap prints: the fallback, its layers and the fix, once."""
+    iso = _available("unshare")
+    monkeypatch.setattr(iso_mod, "_ANNOUNCED", set())
+    monkeypatch.setattr(iso_mod, "isolation", lambda level=None: dataclasses.replace(iso, note="bwrap: not installed"))
+    monkeypatch.delenv(iso_mod.ENV_VAR, raising=False)
+    for _ in range(3):
+        iso_mod.announce(None)
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith("harness-gym: hook sandbox is 'unshare'"), err
+    assert "missing bwrap" in err[0] and "(bwrap: not installed)" in err[0] and "apt-get install bubblewrap" in err[0]
 
 
 def test_bwrap_is_not_announced(capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:

@@ -264,21 +264,24 @@ def isolation(level: str | None = None) -> Isolation:
 _ANNOUNCED: set[str] = set()
 
 
-def weakness(iso: Isolation) -> str | None:
-    """One line saying how ``iso`` is weaker than bubblewrap as root would be, or None."""
+def weakness(iso: Isolation, forced: bool = False) -> str | None:
+    """One line saying how ``iso`` is weaker than bubblewrap as root would be, or None
+    (``forced``: the level was asked for, not a fallback)."""
     missing = [layer for layer in ("bwrap", "uid-nobody" if _is_root() else "userns-nobody", "no-capabilities", "no-new-privs")
                if layer not in iso.layers]
     if iso.level == "bwrap" and not missing:
         return None
     why = f" ({iso.note})" if iso.note else ""
+    fix = (f"chosen by {ENV_VAR} or sandbox_isolation" if forced and iso.level != "bwrap"
+           else "install bubblewrap (apt-get install bubblewrap)")
     return one_line(f"harness-gym: hook sandbox is {iso.level!r}, weaker than bubblewrap: layers {', '.join(iso.layers) or 'none'}; "
-                    f"missing {', '.join(missing)}{why}; install bubblewrap (apt-get install bubblewrap)", limit=600)
+                    f"missing {', '.join(missing)}{why}; {fix}", limit=600)
 
 
 def announce(level: str | None = None) -> Isolation:
     """Probe (cached) and, once per process and level, print ``weakness()`` to stderr."""
     iso = isolation(level)
-    line = weakness(iso)
+    line = weakness(iso, forced=(level or os.environ.get(ENV_VAR) or "auto").strip().lower() != "auto")
     if line is not None and iso.level not in _ANNOUNCED:
         _ANNOUNCED.add(iso.level)
         print(line, file=sys.stderr, flush=True)
