@@ -426,6 +426,12 @@ def drop_privileges(to_nobody: bool) -> dict[str, Any]:
     """
     import os
 
+    if not sys.platform.startswith("linux"):  # no prctl/capabilities: the uid drop only
+        if to_nobody and os.geteuid() == 0:
+            os.setgroups([])
+            os.setgid(NOBODY)
+            os.setuid(NOBODY)
+        return credentials()
     libc = _libc()
     if to_nobody and os.geteuid() == 0:
         for cap in range(64):
