@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import sys
 import tempfile
@@ -58,9 +59,7 @@ def _variants(k: int) -> list[Any]:
     from harness_gym.evaluation.benchmarks import get_benchmark
 
     base = get_benchmark("dbbench").default_harness()
-    one_round = json.dumps({**base.config(), "max_rounds": 1})
-    return [base.with_files({"config.json": one_round, "system_prompt.md": base.system_prompt() + f"\n(variant {i})"})
-            for i in range(k)]
+    return [base.with_files({"system_prompt.md": base.system_prompt() + f"\n(variant {i})"}) for i in range(k)]
 
 
 class _Recorder:
@@ -83,6 +82,7 @@ def bench_model(kind: str, model: str, k: int, b: int, max_tokens: int, hf_devic
     from harness_gym.models.factory import make_backend
 
     spec = get_benchmark("dbbench")
+    spec = dataclasses.replace(spec, protocol={**spec.protocol, "max_rounds": 1})  # one round: pure model cost
     tasks = spec.load_tasks("test", None)[:b]
     seeds = list(range(b))
     opts = f"max_tokens={max_tokens}&max_batch={k * b}&device={hf_device}" if kind == "hf" else f"max_tokens={max_tokens}&max_model_len=4096&prefix_caching=0"

@@ -149,7 +149,13 @@ def test_worker_builtins_are_exactly_the_safe_ones() -> None:
     namespace = w.modules["s1"]
     assert sorted(namespace["__builtins__"]) == sorted(SAFE_BUILTIN_NAMES)
     assert sorted(k for k in namespace if k not in ("__builtins__", "hook")) == ["SequenceMatcher", "math", "re"]
-    assert w.call({"sha": "s2", "entry": "hook", "benchmark": "dbbench", "ctx": {}, "nb": {}}) == {"status": "unknown_code"}
+    # one code identity per worker: another module's sha is refused, with or without its code
+    for extra in ({}, {"code": hook("return 2")}):
+        other = w.call({"sha": "s2", "entry": "hook", "benchmark": "dbbench", "ctx": {}, "nb": {}, **extra})
+        assert other["status"] == "error" and "bound to another hook module" in other["error"] and other["recycle"]
+    assert w.call({"sha": "s1", "entry": "hook", "benchmark": "dbbench", "ctx": {}, "nb": {"z": 0}})["value"] == ["z"]
+    fresh = worker_mod.Worker(policy)
+    assert fresh.call({"sha": "s2", "entry": "hook", "benchmark": "dbbench", "ctx": {}, "nb": {}}) == {"status": "unknown_code"}
 
 
 def test_worker_protocol_over_a_real_process() -> None:
@@ -179,8 +185,13 @@ def test_a_worker_killed_mid_call_is_reported_and_replaced(pool: SandboxPool) ->
     async def scenario() -> tuple[CallResult, CallResult]:
         await call(pool, TRIVIAL)
         task = asyncio.ensure_future(call(pool, slow))
+        sha = pool.code_sha(slow, "hook", "dbbench")
+        for _ in range(200):  # its own worker (one module per worker) is started, then the call is in flight
+            await asyncio.sleep(0.02)
+            if pool.pids(sha):
+                break
         await asyncio.sleep(0.2)
-        for pid in pool.pids():
+        for pid in pool.pids(sha):
             os.kill(pid, signal.SIGKILL)
         return await task, await call(pool, TRIVIAL)
 
@@ -283,14 +294,15 @@ def test_bwrap_hides_host_files_network_and_writes() -> None:
     assert f"hidden:{secret_dir}" in words and "hidden:/etc/passwd" in words and "hidden:/proc/1/environ" in words, words
     assert f"sees:{iso.inner_worker}" in words
     assert not Path("/tmp/hg-escape").exists()
-    for layer in ("bwrap", "netns-no-network", "readonly-fs", "pidns", "userns-nobody"):
+    nobody = "uid-nobody" if os.geteuid() == 0 else "userns-nobody"
+    for layer in ("bwrap", "netns-no-network", "readonly-fs", "pidns", nobody, "no-capabilities", "no-new-privs"):
         assert layer in iso.layers
 
 
 def test_unshare_net_blocks_loopback() -> None:
     iso = _available("unshare")
     assert "no-network" in _run_inside(iso)
-    assert iso.layers == ("netns-no-network",)
+    assert iso.layers[:2] == ("netns-no-network", "ipcns") and "bwrap" not in iso.layers
 
 
 @pytest.mark.parametrize("level", ["bwrap", "unshare", "process"])

@@ -43,6 +43,7 @@ from harness_gym.models.factory import make_backend
 from harness_gym.packets.prompt import render_observation
 from harness_gym.packets.registry import packet_builder
 from harness_gym.runtime.trajectory import EpisodeResult
+from harness_gym.sandbox.isolation import announce as announce_isolation
 from harness_gym.benchmarks.base import digest
 
 
@@ -75,6 +76,7 @@ class HarnessEditEnv(gym.Env):
 
             self.containers = start_target(cfg.benchmark, self.backend, data_dir=cfg.data_dir)
             world_backend = self.containers.backend
+        announce_isolation(cfg.sandbox_isolation)  # one stderr line per process when weaker than bwrap
         try:
             self.evaluator = make_evaluator(
                 cfg.executor,

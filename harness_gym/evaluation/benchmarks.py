@@ -5,9 +5,10 @@ Benchmarks are found through the ``harness_gym.benchmarks`` entry points
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Sequence
+from types import MappingProxyType
+from typing import Any, Awaitable, Callable, Mapping, Sequence
 
 from harness_gym.errors import ConfigError
 from harness_gym.harness.files import Harness
@@ -37,6 +38,13 @@ class BenchmarkSpec:
     # The default harness folder (system_prompt.md, tools.json, config.json, hooks/); None: the
     # built-in layout, ``harness_gym/benchmarks/<name>/harness``.
     harness_dir: Path | None = None
+    # The rules a harness is scored by (round/step limits, repeat limits, time limits, metric):
+    # the episode loop reads its limits from here, never from the patchable config.json, and
+    # a patch that changes one of these keys in config.json is a PatchError (harness/patch.py).
+    protocol: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "protocol", MappingProxyType(dict(self.protocol)))
 
     def backend_for(self, data_dir: str | Path | None) -> str:
         """The default world backend for tasks from ``data_dir`` (None: the embedded tasks)."""
@@ -64,3 +72,8 @@ def get_benchmark(name: str) -> BenchmarkSpec:
         raise ConfigError(f"benchmark {name!r} ({plugins.discover().packages[name]}): spec() returned {got}, "
                           f"expected a BenchmarkSpec named {name!r}")
     return spec
+
+
+def protocol_of(name: str) -> Mapping[str, Any]:
+    """Benchmark ``name``'s protocol mapping (its spec's ``protocol``); unknown: a one-line ``ConfigError``."""
+    return get_benchmark(name).protocol

@@ -1,7 +1,10 @@
 """Rollout cache: a batch run of (target, harness version, tasks, seeds) is computed once.
 
-Patched runs are cached the same way: equivalent patches give the same harness version,
-so a repeated patch costs no rollout. With ``directory`` set, entries persist as JSON.
+Patched runs are cached the same way: equivalent patches give the same harness content,
+so a repeated patch costs no rollout. The key holds the full sha256 of the harness content
+(``Harness.content_sha256``, not the 16-hex ``version``), and a run is served only if every
+result in it names that harness's version, so a cached run was produced by the patch it is
+keyed on. With ``directory`` set, entries persist as JSON.
 
 The in-memory layer is an LRU bounded to ``max_entries`` batch runs (default
 ``DEFAULT_MAX_ENTRIES``; a batch-10 run is ~40 KB of JSON, a few times that as objects),
@@ -22,14 +25,14 @@ from harness_gym.harness.files import Harness
 from harness_gym.runtime.trajectory import EpisodeResult
 from harness_gym.benchmarks.base import digest
 
-CACHE_PROTOCOL = "harness-gym-rollout-v1"
+CACHE_PROTOCOL = "harness-gym-rollout-v2"  # v2: keyed on the full harness content sha256
 DEFAULT_MAX_ENTRIES = 256
 
 
-def rollout_key(context: dict[str, Any], harness_version: str, task_identities: list[str], seeds: list[int]) -> str:
+def rollout_key(context: dict[str, Any], harness_sha256: str, task_identities: list[str], seeds: list[int]) -> str:
     return digest(
-        {"protocol": CACHE_PROTOCOL, "context": context, "harness": harness_version, "tasks": task_identities, "seeds": seeds}
-    )[:24]
+        {"protocol": CACHE_PROTOCOL, "context": context, "harness": harness_sha256, "tasks": task_identities, "seeds": seeds}
+    )
 
 
 class RolloutCache:
@@ -92,13 +95,23 @@ class RolloutCache:
     ) -> tuple[list[str], dict[str, list[EpisodeResult]], dict[str, Harness]]:
         """Keys in ``harnesses`` order, the cached runs by key, and the harness versions still to run by key."""
         identities = [t.identity() for t in tasks]
-        keys = [rollout_key(context, h.version, identities, list(seeds)) for h in harnesses]
+        keys = [rollout_key(context, h.content_sha256, identities, list(seeds)) for h in harnesses]
         found: dict[str, list[EpisodeResult]] = {}
         todo: dict[str, Harness] = {}
         for h, key in zip(harnesses, keys):
             cached = self.get(key)
+            if cached is not None and not _produced_by(cached, h, identities, list(seeds)):
+                self._mem.pop(key, None)  # a run of another harness (or batch) under this key: never served
+                cached = None
             if cached is not None:
                 found[key] = cached
             else:
                 todo.setdefault(key, h)
         return keys, found, todo
+
+
+def _produced_by(results: list[EpisodeResult], harness: Harness, identities: list[str], seeds: list[int]) -> bool:
+    """Whether ``results`` are the run of ``harness`` on exactly these tasks and seeds, in order."""
+    return (len(results) == len(identities)
+            and all(r.harness_version == harness.version and r.task_identity == t and r.seed == s
+                    for r, t, s in zip(results, identities, seeds)))

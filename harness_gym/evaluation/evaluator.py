@@ -92,7 +92,8 @@ class Evaluator:
                 world = None
                 try:
                     world = self._make_world()  # a failed connect is an environment failure too
-                    result = await self.spec.run_episode(task, world, harness, hooks, self.batcher.submit, seed=seed, sampling=self.sampling)
+                    result = await self.spec.run_episode(task, world, harness, hooks, self.batcher.submit, seed=seed,
+                                                      sampling=self.sampling, protocol=self.spec.protocol or None)  # none: the module's PROTOCOL
                     self.episodes_run += 1
                     return result
                 except RETRYABLE as exc:

@@ -97,7 +97,12 @@ class Harness:
     @property
     def version(self) -> str:
         """First 16 hex chars of sha256 over canonical (benchmark, files); parent excluded."""
-        return digest({"benchmark": self.benchmark, "files": dict(self.files)})[:16]
+        return self.content_sha256[:16]
+
+    @property
+    def content_sha256(self) -> str:
+        """The full sha256 over canonical (benchmark, files): what rollouts are cached under."""
+        return digest({"benchmark": self.benchmark, "files": dict(self.files)})
 
     @classmethod
     def from_dir(cls, benchmark: str, path: Path) -> "Harness":

@@ -400,7 +400,9 @@ def _check_changed_file(path: str, text: str | None, base: Harness, files: Mappi
         if not isinstance(tools, list) or not all(isinstance(t, dict) for t in tools):
             raise _err("tools.json must stay a JSON list of tool schema objects")
     elif path == "config.json":
-        _check_config(_load_json(path, text), base.config())
+        new = _load_json(path, text)
+        _check_protocol(new, base.config(), base.benchmark)
+        _check_config(new, base.config())
 
 
 def _load_json(path: str, text: str) -> Any:
@@ -408,6 +410,22 @@ def _load_json(path: str, text: str) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise _err(f"{path} would not be valid JSON after the patch ({exc.msg} at line {exc.lineno}); fix the edit") from None
+
+
+def _check_protocol(new: Any, old: dict[str, Any], benchmark: str) -> None:
+    """A protocol key (``BenchmarkSpec.protocol``: round/step/repeat limits, …) is not the harness's to change."""
+    if not isinstance(new, dict):
+        return  # _check_config says what is wrong
+    from harness_gym.evaluation.benchmarks import protocol_of
+
+    protocol = protocol_of(benchmark)
+    for key in sorted(set(old) | set(new)):
+        if key not in protocol or (key in old) == (key in new) and old.get(key) == new.get(key) \
+                and type(old.get(key)) is type(new.get(key)):
+            continue
+        what = "removes" if key not in new else ("adds" if key not in old else f"changes ({old[key]!r} -> {new[key]!r})")
+        raise _err(f"config key {key!r} is protocol, not harness: the patch {what} it; {benchmark} fixes it at "
+                   f"{protocol[key]!r} (edit prompts, tools, hooks or the other settings instead)")
 
 
 def _check_config(new: Any, old: dict[str, Any]) -> None:
@@ -461,5 +479,10 @@ def _check_result(patch: Patch, harness: Harness) -> None:
             files[path] = text
     if files == dict(harness.files):
         raise _err("no-op patch: the patched harness is identical to the current one; change something")
+    if files.get("config.json") != harness.files.get("config.json"):  # every format: the protocol stays as it was
+        text = files.get("config.json")
+        if text is None:
+            raise _err("config.json cannot be deleted; edit it instead")
+        _check_protocol(_load_json("config.json", text), harness.config(), harness.benchmark)
     if len(files) > MAX_FILES:
         raise _err(f"patched harness would have {len(files)} files, over the {MAX_FILES} limit; merge files")

@@ -5,7 +5,16 @@ Patch code never runs in this process. Each worker is a fresh interpreter
 scores or gold data) with an empty environment, no inherited file descriptors and lowered
 rlimits, started under the strongest OS isolation this machine allows (``isolation.py``:
 bubblewrap namespaces with a read-only, host-file-free filesystem and no network; else a
-network namespace; else a plain process). ``layers()`` says exactly what is in force.
+network namespace; else a plain process), and never as root: the worker drops to uid
+65534 with no capabilities and no_new_privs before it reads a request, and the pool
+refuses a worker whose ``ready`` line does not show that. ``layers()`` says exactly what
+is in force.
+
+One worker, one code identity: a worker is started for the sha of one hook module
+(benchmark, style, code) and only ever runs that module, so a hostile patch in a GRPO
+group can at most break its own workers. Idle workers are kept per sha and capped at
+``max_idle`` (least recently used evicted), so memory stays bounded however many patches
+a run evaluates.
 The worker re-checks the AST policy and runs the entry with safe builtins, a line budget
 and an in-process alarm. The time budget is also enforced from here: a call that does
 not answer in time (C-level work ignores alarms) gets its worker killed and replaced.
@@ -25,6 +34,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,11 +44,12 @@ from harness_gym.sandbox.isolation import (
     WORKER_ENV,
     WORKER_PATH,
     Isolation,
+    forked_child_pid,
     isolation,
     python_executable,
     read_child_pid,
 )
-from harness_gym.sandbox.worker import EncodeError, decode, dumps, encode
+from harness_gym.sandbox.worker import EncodeError, decode, dumps, encode, unprivileged
 
 __all__ = ["POLICY_PATH", "WORKER_PATH", "CallResult", "SandboxPool"]
 MAX_REPLY_BYTES = 2 * 1024 * 1024
@@ -47,6 +58,8 @@ START_TIMEOUT_S = 20.0
 START_ATTEMPTS = 3
 RECYCLE_CPU_S = 60.0
 INNER_ALARM_FRACTION = 0.8
+DEFAULT_MAX_IDLE = 8
+MAX_SERVED_RECORDS = 4096
 
 
 @dataclass
@@ -63,7 +76,9 @@ class CallResult:
 class _Worker:
     proc: subprocess.Popen
     pid: int = 0  # the worker interpreter's host pid (under bwrap: not bwrap's own pid)
-    known: set[str] = field(default_factory=set)
+    sha: str = ""  # the one code identity this worker runs
+    loaded: bool = False  # whether it has received that code
+    credentials: dict = field(default_factory=dict)  # from its ready line
     buffer: bytearray = field(default_factory=bytearray)
     cpu: float = 0.0
     next_id: int = 0
@@ -103,9 +118,11 @@ class SandboxPool:
     """Runs ``entry(ctx, nb)`` from hook ``code`` in isolated worker processes."""
 
     def __init__(self, workers: int = 2, call_timeout_s: float = 2.0, line_budget: int = 2000,
-                 isolation: str | None = None) -> None:
+                 isolation: str | None = None, max_idle: int = DEFAULT_MAX_IDLE) -> None:
         if workers < 1:
             raise SandboxError(one_line(f"workers must be >= 1, got {workers}"))
+        if max_idle < 0:
+            raise SandboxError(one_line(f"max_idle must be >= 0, got {max_idle}"))
         if call_timeout_s <= 0:
             raise SandboxError(one_line(f"call_timeout_s must be > 0, got {call_timeout_s}"))
         self.workers = workers
@@ -113,8 +130,10 @@ class SandboxPool:
         self.line_budget = int(line_budget)
         self._isolation_level = isolation  # None: HARNESS_GYM_SANDBOX or the strongest available
         self._iso: Isolation | None = None
-        self._idle: list[_Worker] = []
+        self.max_idle = int(max_idle)
+        self._idle: OrderedDict[_Worker, str] = OrderedDict()  # idle worker -> its sha, least recently used first
         self._all: set[_Worker] = set()  # type: ignore[arg-type]
+        self.served: dict[int, set[str]] = {}  # worker pid -> the code shas it ran (for tests and diagnostics)
         self._sem: asyncio.Semaphore | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._tmp: str | None = None
@@ -136,12 +155,17 @@ class SandboxPool:
                   "size-caps"]
         if self._limits or (os.name == "posix" and not self._all):
             layers.append("rlimits")
-        layers += ["scrubbed-env", "closed-fds", *self.isolation.layers]
+        layers += ["scrubbed-env", "closed-fds", "one-module-per-worker", *self.isolation.layers]
         return layers
 
-    def pids(self) -> list[int]:
-        """Host process ids of the live worker interpreters (for diagnostics and fault tests)."""
-        return sorted(w.pid for w in self._all if w.alive)
+    def pids(self, sha: str | None = None) -> list[int]:
+        """Host process ids of the live worker interpreters (of code ``sha`` only, if given)."""
+        return sorted(w.pid for w in self._all if w.alive and (sha is None or w.sha == sha))
+
+    @staticmethod
+    def code_sha(code: str, entry: str, benchmark: str) -> str:
+        """The code identity a worker is bound to: benchmark, style (Harness-R1 ``hook`` or module) and code."""
+        return hashlib.sha256(f"{benchmark}\0{entry == 'hook'}\0{code}".encode("utf-8")).hexdigest()
 
     async def call(self, code: str, entry: str, benchmark: str, ctx: dict, nb: dict) -> CallResult:
         """Run one hook entry; failures come back as ``CallResult(ok=False, error=…)``."""
@@ -152,14 +176,14 @@ class SandboxPool:
             wire_nb = encode(nb, MAX_CTX_BYTES)
         except (EncodeError, RecursionError) as exc:
             return CallResult(False, None, nb, one_line(f"ctx/nb cannot be sent to the sandbox: {exc}"))
-        sha = hashlib.sha256(f"{benchmark}\0{entry == 'hook'}\0{code}".encode("utf-8")).hexdigest()
+        sha = self.code_sha(code, entry, benchmark)
         request = {
             "sha": sha, "entry": entry, "benchmark": benchmark, "ctx": wire_ctx, "nb": wire_nb,
             "lines": self.line_budget, "timeout": self.call_timeout_s * INNER_ALARM_FRACTION,
         }
         sem = self._semaphore()
         async with sem:
-            worker = await self._acquire()
+            worker = await self._acquire(sha)
             try:
                 reply = await asyncio.wait_for(self._exchange(worker, request, code), self.call_timeout_s)
             except asyncio.TimeoutError:
@@ -192,21 +216,26 @@ class SandboxPool:
             self._loop, self._sem = loop, asyncio.Semaphore(self.workers)
         return self._sem
 
-    async def _acquire(self) -> _Worker:
-        while self._idle:
-            worker = self._idle.pop()
+    async def _acquire(self, sha: str) -> _Worker:
+        for worker in [w for w, s in reversed(self._idle.items()) if s == sha]:  # most recently used first
+            del self._idle[worker]
             if worker.alive:
                 return worker
             self._discard(worker)
-        return await self._start()
+        worker = await self._start()
+        worker.sha = sha
+        return worker
 
     def _release(self, worker: _Worker, reply: dict[str, Any]) -> None:
         cpu = reply.get("cpu")
         worker.cpu = float(cpu) if isinstance(cpu, (int, float)) else worker.cpu
-        if reply.get("recycle") or worker.cpu > RECYCLE_CPU_S or not worker.alive:
+        if reply.get("recycle") or worker.cpu > RECYCLE_CPU_S or not worker.alive or self.max_idle == 0:
             self._discard(worker)
-        else:
-            self._idle.append(worker)
+            return
+        self._idle[worker] = worker.sha
+        while len(self._idle) > self.max_idle:
+            oldest = next(iter(self._idle))
+            self._discard(oldest)
 
     def _discard(self, worker: _Worker) -> None:
         loop = self._loop
@@ -219,8 +248,7 @@ class SandboxPool:
                     pass
         worker.kill()
         self._all.discard(worker)
-        if worker in self._idle:
-            self._idle.remove(worker)
+        self._idle.pop(worker, None)
 
     async def _start(self) -> _Worker:
         """A ready worker; a start killed from outside is retried ``START_ATTEMPTS`` times."""
@@ -270,15 +298,25 @@ class SandboxPool:
             if info_r is not None:
                 worker.pid = read_child_pid(info_r) or proc.pid
                 os.close(info_r)
+        if iso.forks:
+            worker.pid = forked_child_pid(proc.pid) or proc.pid
         if ready.get("status") != "ready":
             self._discard(worker)
             raise SandboxError(one_line(f"sandbox worker sent {str(ready)[:80]!r} instead of ready"))
+        creds = ready.get("credentials")
+        worker.credentials = creds if isinstance(creds, dict) else {}
+        if iso.drop and not unprivileged(worker.credentials):
+            self._discard(worker)
+            raise SandboxError(one_line(f"sandbox worker ({iso.level}) did not drop to uid 65534 without capabilities "
+                                        f"({worker.credentials}); refusing to run hooks as root"))
         limits = ready.get("limits")
         self._limits = [str(x) for x in limits] if isinstance(limits, list) else []
         return worker
 
     async def _exchange(self, worker: _Worker, request: dict[str, Any], code: str) -> dict[str, Any]:
-        send_code = request["sha"] not in worker.known
+        if worker.sha != request["sha"]:  # never happens through call(); a worker runs one module only
+            raise _WorkerDied("worker bound to another hook module")
+        send_code = not worker.loaded
         for _ in range(2):
             worker.next_id += 1
             msg = dict(request, id=worker.next_id)
@@ -291,7 +329,10 @@ class SandboxPool:
             if reply.get("status") == "unknown_code" and not send_code:
                 send_code = True
                 continue
-            worker.known.add(request["sha"])
+            worker.loaded = True
+            self.served.setdefault(worker.pid, set()).add(request["sha"])
+            while len(self.served) > MAX_SERVED_RECORDS:
+                self.served.pop(next(iter(self.served)))
             return reply
         raise _WorkerDied("worker keeps asking for code")
 

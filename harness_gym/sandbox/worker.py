@@ -1,8 +1,26 @@
 """Sandbox worker: runs patch hook code in a clean, limited subprocess.
 
-Started by ``pool.py`` as ``python -I -S -B worker.py <policy.py>`` with an empty
+Started by ``pool.py`` as ``python -I -S -B worker.py <policy.py> [--drop] [--readonly]`` with an empty
 environment, in an empty temporary directory. It imports only the standard library and
 ``harness_gym/harness/policy.py`` (loaded by path), never the ``harness_gym`` package.
+
+Least privilege, before any request is read (``drop_privileges``): everything the worker
+will ever import is imported (with a fixed set of codecs) and one hook is checked and run
+as a warm-up, and file imports are closed afterwards in every mode; then, when
+started as root with ``--drop``, the capability bounding set and ambient set are cleared,
+supplementary groups dropped and real/effective/saved uid and gid set to 65534 (nobody),
+which also empties the permitted and effective capability sets. In every case
+``PR_SET_NO_NEW_PRIVS`` is set and the process is made non-dumpable (other processes of
+uid 65534 cannot ptrace it or read its ``/proc/<pid>`` files). ``credentials()`` reads
+the result back from the kernel; the ``ready`` line carries it, and a worker that asked
+for the drop and did not get it refuses to start. With ``--readonly`` (``unshare --mount``
+as root) it first remounts every mount of its private mount namespace read-only. Doing this here, not with an external
+``setpriv``, works wherever the interpreter lives: a drop before exec cannot load an
+interpreter under a 0700 home (pyenv in /root), this one has loaded it already.
+
+One worker serves one code identity: the first request binds it to its ``sha`` (the
+hash of one hook module's code) and any request for another sha is refused, so no two
+patches ever share an interpreter.
 
 Protocol: one JSON object per line on stdin/stdout.
   -> {"id", "sha", "entry", "benchmark", "ctx", "nb", "lines", "timeout"[, "code"]}
@@ -176,31 +194,40 @@ def _set_limits() -> list[str]:
 
 
 class Worker:
-    """Compiles (with a policy re-check) and runs hook entries; one request at a time."""
+    """Compiles (with a policy re-check) and runs the entries of ONE hook module; one request at a time."""
 
     def __init__(self, policy: Any) -> None:
         self.policy = policy
-        self.modules: dict[str, dict[str, Any]] = {}
+        self.sha: str | None = None  # the code identity this worker is bound to (set by the first load)
+        self.namespace: dict[str, Any] | None = None
+
+    @property
+    def modules(self) -> dict[str, dict[str, Any]]:
+        return {} if self.sha is None or self.namespace is None else {self.sha: self.namespace}
 
     def load(self, sha: str, code: str, benchmark: str, style: str) -> None:
+        if self.sha is not None:
+            raise RuntimeError("this worker is bound to another hook module")
         self.policy.check_hook_code(code, benchmark, style=style)
         namespace = self.policy.hook_globals()
         exec(compile(code, HOOK_FILENAME, "exec"), namespace)
-        if len(self.modules) > 256:
-            self.modules.clear()
-        self.modules[sha] = namespace
+        self.sha, self.namespace = sha, namespace
 
     def call(self, req: dict[str, Any]) -> dict[str, Any]:
         sha, entry = str(req["sha"]), str(req["entry"])
-        if sha not in self.modules:
+        if self.sha is not None and sha != self.sha:
+            return {"status": "error", "error": "worker is bound to another hook module (one code identity per worker)",
+                    "recycle": True}
+        if self.sha is None:
             if "code" not in req:
                 return {"status": "unknown_code"}
             style = "harness_r1" if entry == "hook" else "module"
             try:
                 self.load(sha, str(req["code"]), str(req["benchmark"]), style)
             except Exception as exc:  # policy violation or compile error
-                return {"status": "error", "error": _one_line(f"rejected: {exc}")}
-        fn = self.modules[sha].get(entry)
+                return {"status": "error", "error": _one_line(f"rejected: {exc}"), "recycle": True}
+        assert self.namespace is not None
+        fn = self.namespace.get(entry)
         if entry not in self.policy.HOOK_POINTS + ("hook",) or not callable(fn):
             return {"status": "error", "error": f"no hook entry {entry!r} in this module"}
         try:
@@ -294,12 +321,242 @@ def _load_policy(path: str) -> Any:
     return module
 
 
+# ------------------------------------------------------------------ least privilege (Linux)
+
+NOBODY = 65534
+_PR_SET_DUMPABLE, _PR_GET_DUMPABLE = 4, 3
+_PR_CAPBSET_READ, _PR_CAPBSET_DROP = 23, 24
+_PR_SET_NO_NEW_PRIVS, _PR_GET_NO_NEW_PRIVS = 38, 39
+_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
+_CAP_VERSION_3 = 0x20080522
+_WARMUP = "def hook(ctx, nb):\n    m = re.search('a+', f'{ctx.get(\"x\", \"\")}aa')\n    nb['r'] = [m.group(0), round(math.sqrt(4.0), 1), SequenceMatcher(None, 'ab', 'abc').ratio()]\n    return {'type': 'inject_hint', 'message': 'x {}'.format(1)}\n"
+
+
+def _libc() -> Any:
+    import ctypes
+
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def _capabilities(libc: Any) -> dict[str, int]:
+    """Effective, permitted, inheritable and bounding capability masks of this process."""
+    import ctypes
+
+    header, data = _cap_structs()
+    if libc.capget(ctypes.byref(header), data) != 0:
+        raise OSError(ctypes.get_errno(), "capget failed")
+    bounding = 0
+    for cap in range(64):
+        got = libc.prctl(_PR_CAPBSET_READ, cap, 0, 0, 0)
+        if got < 0:
+            break  # past the kernel's last capability
+        bounding |= got << cap
+    def mask(field: str) -> int:
+        return getattr(data[0], field) | (getattr(data[1], field) << 32)
+    return {"effective": mask("effective"), "permitted": mask("permitted"), "inheritable": mask("inheritable"),
+            "bounding": bounding}
+
+
+def _cap_structs() -> tuple[Any, Any]:
+    import ctypes
+
+    class Header(ctypes.Structure):
+        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+    class Data(ctypes.Structure):
+        _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+    return Header(_CAP_VERSION_3, 0), (Data * 2)()
+
+
+def _clear_capabilities(libc: Any) -> None:
+    """Empty the effective, permitted and inheritable sets (capset to zeros; always allowed)."""
+    import ctypes
+
+    header, data = _cap_structs()
+    if libc.capset(ctypes.byref(header), data) != 0:
+        raise OSError(ctypes.get_errno(), "capset to empty sets failed")
+
+
+def credentials() -> dict[str, Any]:
+    """This process's uids, gids, groups, capability masks, no_new_privs and dumpable, from the kernel."""
+    import os
+
+    out: dict[str, Any] = {"uid": list(os.getresuid()), "gid": list(os.getresgid()), "groups": sorted(os.getgroups())}
+    try:
+        libc = _libc()
+        out["caps"] = _capabilities(libc)
+        out["no_new_privs"] = libc.prctl(_PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0)
+        out["dumpable"] = libc.prctl(_PR_GET_DUMPABLE, 0, 0, 0, 0)
+    except (OSError, AttributeError) as exc:  # not Linux: only the ids are known
+        out["error"] = _one_line(f"{type(exc).__name__}: {exc}")
+    return out
+
+
+_MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REMOUNT, _MS_BIND = 1, 2, 4, 8, 32, 4096
+
+
+def remount_readonly() -> list[str]:
+    """In a private mount namespace (``unshare --mount``), make every mount read-only.
+
+    Run as root before the drop; returns the mount points that refused (the probe checks
+    what is still writable, so a refusal only costs the ``readonly-fs`` layer).
+    """
+    import ctypes
+    import os
+
+    libc = _libc()
+    refused = []
+    with open("/proc/self/mountinfo", encoding="utf-8") as fh:
+        rows = [line.split() for line in fh]
+    for row in rows:
+        point = row[4].encode("utf-8").decode("unicode_escape")  # octal escapes such as \040
+        opts = set(row[5].split(","))
+        flags = _MS_REMOUNT | _MS_BIND | _MS_RDONLY
+        flags |= (_MS_NOSUID if "nosuid" in opts else 0) | (_MS_NODEV if "nodev" in opts else 0) | (_MS_NOEXEC if "noexec" in opts else 0)
+        if libc.mount(None, os.fsencode(point), None, ctypes.c_ulong(flags), None) != 0:
+            refused.append(point)
+    return refused
+
+
+def drop_privileges(to_nobody: bool) -> dict[str, Any]:
+    """Drop to uid/gid 65534 (when root and ``to_nobody``), then no_new_privs and non-dumpable.
+
+    Returns ``credentials()`` afterwards; raises OSError when a requested step failed.
+    """
+    import os
+
+    if not sys.platform.startswith("linux"):  # no prctl/capabilities: the uid drop only
+        if to_nobody and os.geteuid() == 0:
+            os.setgroups([])
+            os.setgid(NOBODY)
+            os.setuid(NOBODY)
+        return credentials()
+    libc = _libc()
+    if to_nobody and os.geteuid() == 0:
+        for cap in range(64):
+            if libc.prctl(_PR_CAPBSET_READ, cap, 0, 0, 0) < 0:
+                break
+            if libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
+                raise OSError(f"cannot drop capability {cap} from the bounding set")
+        libc.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)  # EINVAL on kernels without ambient caps
+        os.setgroups([])
+        os.setresgid(NOBODY, NOBODY, NOBODY)
+        os.setresuid(NOBODY, NOBODY, NOBODY)  # uid 0 -> non-zero everywhere: permitted/effective caps are cleared
+        _clear_capabilities(libc)  # the inheritable set survives setresuid (bwrap --cap-add fills it)
+    if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        raise OSError("prctl(PR_SET_NO_NEW_PRIVS) failed")
+    if libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+        raise OSError("prctl(PR_SET_DUMPABLE, 0) failed")
+    creds = credentials()
+    if to_nobody and not unprivileged(creds):
+        raise OSError(f"still privileged after the drop: {creds}")
+    return creds
+
+
+def unprivileged(creds: dict[str, Any], uid: int = NOBODY) -> bool:
+    """Whether ``creds`` (from ``credentials()``) is uid/gid ``uid`` everywhere, no groups, no capabilities."""
+    caps = creds.get("caps") or {}
+    return (creds.get("uid") == [uid] * 3 and creds.get("gid") == [uid] * 3 and creds.get("groups") in ([], [uid])
+            and bool(caps) and not any(caps.get(k, 1) for k in ("effective", "permitted", "inheritable", "bounding"))
+            and creds.get("no_new_privs") == 1)
+
+
+# Codecs a hook may name in str.encode/bytes.decode; any other is a LookupError, in every
+# isolation mode alike (nothing is imported after the drop, see _close_imports).
+PRELOADED_ENCODINGS = ("utf_8", "utf_16", "utf_32", "ascii", "latin_1", "cp1252", "unicode_escape", "raw_unicode_escape")
+
+
+def _close_imports() -> None:
+    """No module is imported from files after the drop, whatever the isolation mode: in
+    ``process``/``unshare`` mode the interpreter's files may be out of uid 65534's reach, under
+    bwrap they are not, and a hook must behave the same in all three."""
+    sys.meta_path[:] = [finder for finder in sys.meta_path if getattr(finder, "__name__", "") != "PathFinder"]
+    sys.path.clear()
+    sys.path_importer_cache.clear()
+
+
+_PROBE_PATHS = ("/proc/1/ns/net", "/proc/1/environ")
+
+
+def probe(port: int, parent: int, cwd_checks: list[str], peers: tuple[int, ...] = ()) -> dict[str, Any]:
+    """What this (already dropped) process can reach: the host's loopback, other processes'
+    /proc files and namespaces, signals to the parent and ``peers``, writable places. Run by
+    ``isolation.py`` under each candidate."""
+    import os
+    import socket
+
+    out: dict[str, Any] = {"network": False, "opened": [], "writable": [], "signalled": [], "pid": os.getpid()}
+    for pid in (parent, *peers):
+        try:
+            os.kill(pid, 0)  # signal 0: the permission and existence check only
+            out["signalled"].append(pid)
+        except OSError:
+            pass
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.settimeout(1.0)
+    try:
+        s.connect(("127.0.0.1", port))
+        out["network"] = True
+    except OSError:
+        pass
+    finally:
+        s.close()
+    for path in (*_PROBE_PATHS, *(f"/proc/{pid}/{leaf}" for pid in (parent, *peers) for leaf in ("environ", "ns/net", "mem"))):
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except OSError:
+            continue
+        os.close(fd)
+        out["opened"].append(path)
+    for d in ("/", "/tmp", "/var/tmp", "/dev/shm", os.getcwd(), *cwd_checks):
+        target = os.path.join(d, f".hg-probe-{os.getpid()}")
+        try:
+            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except OSError:
+            continue
+        os.close(fd)
+        os.unlink(target)
+        out["writable"].append(d)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Serve requests from stdin until EOF."""
+    """Serve requests from stdin until EOF (``--probe PORT PARENT``: print what is reachable, exit)."""
     import os
 
     argv = sys.argv[1:] if argv is None else argv
     policy = _load_policy(argv[0])
+    flags = argv[1:]
+    to_nobody = "--drop" in flags
+    # Everything later requests need is imported now: after the drop the interpreter's own
+    # files may be out of reach (a 0700 home), and nothing is imported on a hook's behalf.
+    import resource  # noqa: F401
+    import signal  # noqa: F401
+    import time  # noqa: F401
+    import socket  # noqa: F401
+
+    for name in PRELOADED_ENCODINGS:
+        __import__(f"encodings.{name}")
+    Worker(policy).call({"sha": "warmup", "entry": "hook", "benchmark": "dbbench", "code": _WARMUP, "ctx": {"x": "a"}, "nb": {}})
+    try:
+        if "--readonly" in flags:
+            remount_readonly()
+        creds = drop_privileges(to_nobody)
+    except OSError as exc:
+        sys.stdout.write(json.dumps({"status": "error", "error": _one_line(f"cannot drop privileges: {exc}")}) + "\n")
+        sys.stdout.flush()
+        return 3
+    _close_imports()
+    if "--probe" in flags:
+        at = flags.index("--probe")
+        port, parent = int(flags[at + 1]), int(flags[at + 2])
+        rest = [f for f in flags[at + 3:] if f not in ("--drop", "--readonly")]
+        peers = tuple(int(f[7:]) for f in rest if f.startswith("--peer="))
+        limits = _set_limits()
+        print(json.dumps({"status": "probe", "credentials": creds, "limits": limits,
+                          **probe(port, parent, [f for f in rest if not f.startswith("--peer=")], peers)}), flush=True)
+        return 0
     # Protocol output goes to a private duplicate of fd 1; stray writes land in /dev/null.
     out = os.fdopen(os.dup(1), "wb", buffering=0)
     devnull = os.open(os.devnull, os.O_WRONLY)
@@ -308,7 +565,7 @@ def main(argv: list[str] | None = None) -> int:
     limits = _set_limits()
     sys.setrecursionlimit(400)
     worker = Worker(policy)
-    out.write(dumps({"status": "ready", "limits": limits, "pid": os.getpid()}))
+    out.write(dumps({"status": "ready", "limits": limits, "pid": os.getpid(), "credentials": creds}))
     stdin = sys.stdin.buffer
     while True:
         try:

@@ -23,7 +23,8 @@ class Calc(Benchmark):
     def spec(self) -> BenchmarkSpec:
         return BenchmarkSpec("calc", lambda split, data_dir: tasks.generate_split(split), world_factory,
                              episode.run_episode, splits=tuple(tasks.SPLITS), harness_dir=Path(__file__).parent / "harness",
-                             gold_strings=lambda batch: [t.gold for t in batch])  # answers a patch must not contain
+                             gold_strings=lambda batch: [t.gold for t in batch],  # answers a patch must not contain
+                             protocol=episode.PROTOCOL)
 
     def build_packet(self, results: Any, *, batch_tag: str, batch_digest: str, harness: Any) -> Any:
         return packet.build_packet(results, batch_tag=batch_tag, batch_digest=batch_digest, harness=harness)

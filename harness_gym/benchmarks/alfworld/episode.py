@@ -16,8 +16,10 @@ episode as a failure (AgentBench v0.2). Only the first tool call of a reply is u
 """
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
 
+from harness_gym.benchmarks.alfworld.spec import PROTOCOL
 from harness_gym.harness.files import Harness
 from harness_gym.models.base import ChatRequest, Sampling
 from harness_gym.benchmarks.alfworld.ctx import AlfState, process_action
@@ -62,11 +64,13 @@ async def run_episode(
     *,
     seed: int,
     sampling: Sampling = Sampling(),
+    protocol: Mapping[str, Any] | None = None,
 ) -> EpisodeResult:
     """Run one ALFWorld episode; ``WorldError`` propagates (the evaluator retries it)."""
     cfg = harness.config()
-    max_steps = int(cfg.get("max_rounds", 50))
-    repeat_limit = int(cfg.get("repeat_limit", 3))
+    rules = PROTOCOL if protocol is None else protocol  # limits come from the protocol, never from config.json
+    max_steps = int(rules["max_rounds"])
+    repeat_limit = int(rules["repeat_limit"])
     mapping = str(cfg.get("action_mapping", "exact"))
     text_only_message = str(cfg.get("text_only_message", "You must call a tool! NEVER respond with only text."))
     keep_last = int(cfg.get("history_window", 0))

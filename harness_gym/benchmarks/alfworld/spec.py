@@ -39,6 +39,15 @@ def world_factory(backend: str) -> Callable[[], World]:
     )
 
 
+# The rules, not the harness (``BenchmarkSpec.protocol``): the episode loop reads its limits
+# here; config.json keeps ``max_rounds`` and ``repeat_limit`` for Harness-R1's file layout,
+# equal to these values, and a patch changing them is rejected.
+PROTOCOL: dict[str, Any] = {
+    "max_rounds": 50,  # environment steps per episode
+    "repeat_limit": 3,  # the same output this many times in a row ends the episode (invalid action)
+    "metric": "success rate: the game's goal reached within max_rounds",
+}
+
 def spec() -> BenchmarkSpec:
     from harness_gym.benchmarks.alfworld import episode as runtime
     from harness_gym.benchmarks.alfworld import generator
@@ -51,7 +60,7 @@ def spec() -> BenchmarkSpec:
         return load_split(split, Path(data_dir))
 
     return BenchmarkSpec("alfworld", load_tasks, world_factory, runtime.run_episode, splits=SPLITS,
-                         default_backend="local", default_split=generator.DEFAULT_SPLIT, gold_strings=gold_strings)
+                         default_backend="local", default_split=generator.DEFAULT_SPLIT, gold_strings=gold_strings, protocol=PROTOCOL)
 
 
 def gold_strings(tasks: Sequence[Any]) -> list[str]:

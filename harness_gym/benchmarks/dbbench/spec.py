@@ -9,6 +9,15 @@ from harness_gym.evaluation.benchmarks import BenchmarkSpec
 from harness_gym.benchmarks.base import World
 
 
+# The rules, not the harness (``BenchmarkSpec.protocol``): the episode loop reads its limits
+# here; config.json keeps ``max_rounds`` for Harness-R1's file layout, equal to this value,
+# and a patch changing it is rejected.
+PROTOCOL: dict[str, Any] = {
+    "max_rounds": 20,  # model turns per episode (AgentBench DBBench's round limit)
+    "sql_timeout_s": 10.0,  # per SQL statement, in the world ("Error: SQL execution timed out.")
+    "metric": "success rate: SELECT answers through the AgentBench result normalisation, mutations by table hash",
+}
+
 def spec() -> BenchmarkSpec:
     from harness_gym.benchmarks.dbbench import episode as runtime
     from harness_gym.benchmarks.dbbench import generator, loader
@@ -21,11 +30,11 @@ def spec() -> BenchmarkSpec:
         return loader.load_split(split, Path(data_dir))
 
     def world_factory(backend: str) -> Callable[[], World]:
-        return Worlds(open_database(backend), DBBenchWorld)
+        return Worlds(open_database(backend, sql_timeout_s=PROTOCOL["sql_timeout_s"]), DBBenchWorld)
 
     # generated tasks run on the embedded SQLite; the original files on a MySQL-compatible server
     return BenchmarkSpec("dbbench", load_tasks, world_factory, runtime.run_episode, default_backend="sqlite",
-                         original_backend=ORIGINAL_FILES_BACKEND, gold_strings=gold_strings)
+                         original_backend=ORIGINAL_FILES_BACKEND, gold_strings=gold_strings, protocol=PROTOCOL)
 
 
 class Worlds:

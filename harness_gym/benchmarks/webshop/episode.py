@@ -24,8 +24,9 @@ Hooks:
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
+from harness_gym.benchmarks.webshop.spec import PROTOCOL
 from harness_gym.harness.files import Harness
 from harness_gym.models.base import ChatRequest, Sampling
 from harness_gym.runtime.context import derive_seed, system_with_init, tools_with_hint, window
@@ -72,10 +73,12 @@ async def run_episode(
     *,
     seed: int,
     sampling: Sampling = Sampling(),
+    protocol: Mapping[str, Any] | None = None,
 ) -> EpisodeResult:
     """Run one WebShop episode; ``WorldError`` propagates (the evaluator retries it)."""
     cfg = harness.config()
-    max_rounds = int(cfg.get("max_rounds", 20))
+    rules = PROTOCOL if protocol is None else protocol  # limits come from the protocol, never from config.json
+    max_rounds = int(rules["max_rounds"])
     result = EpisodeResult(task.task_id, task.identity(), task.task_type, harness.version, seed)
     ep = EpisodeHooks(result, hooks)
     observation = world.reset(task)

@@ -13,6 +13,14 @@ from harness_gym.evaluation.benchmarks import BenchmarkSpec
 from harness_gym.benchmarks.base import World
 
 
+# The rules, not the harness (``BenchmarkSpec.protocol``): the episode loop reads its limits
+# here; config.json keeps ``max_rounds`` for Harness-R1's file layout, equal to this value,
+# and a patch changing it is rejected.
+PROTOCOL: dict[str, Any] = {
+    "max_rounds": 20,  # model turns per episode; hitting the limit scores 0
+    "metric": "success rate: WebShop reward at buy >= 1.0 (the reward itself is recorded too)",
+}
+
 def spec() -> BenchmarkSpec:
     from harness_gym.benchmarks.webshop import episode as runtime
     from harness_gym.benchmarks.webshop.catalog import load_split
@@ -26,7 +34,7 @@ def spec() -> BenchmarkSpec:
         return make(backend)
 
     return BenchmarkSpec("webshop", load_tasks, world_factory, runtime.run_episode, default_backend="local",
-                         gold_strings=gold_strings)
+                         gold_strings=gold_strings, protocol=PROTOCOL)
 
 
 def gold_strings(tasks: Sequence[Any]) -> list[str]:

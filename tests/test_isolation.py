@@ -1,0 +1,275 @@
+"""Least privilege in every isolation mode, the one-line warning, and no cross-patch effects."""
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import os
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import pytest
+
+import harness_gym  # noqa: F401
+from baselines.base import PolicyInput, make_policy
+from harness_gym.errors import SandboxError
+from harness_gym.sandbox import isolation as iso_mod
+from harness_gym.sandbox import worker as worker_mod
+from harness_gym.sandbox.pool import SandboxPool
+
+ROOT = Path(__file__).resolve().parents[1]
+TRIVIAL = "def hook(ctx, nb):\n    nb['n'] = nb.get('n', 0) + 1\n    return {'type': 'inject_hint', 'message': 'hi'}\n"
+AS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
+
+
+def _available(level: str) -> iso_mod.Isolation:
+    try:
+        return iso_mod.isolation(level)
+    except SandboxError as exc:
+        pytest.skip(f"{level} isolation not available here: {exc}")
+
+
+def _status(pid: int) -> dict[str, list[str]]:
+    rows = Path(f"/proc/{pid}/status").read_text().splitlines()
+    return {k: v.split() for k, _, v in (r.partition(":") for r in rows)}
+
+
+@pytest.mark.parametrize("level", ["bwrap", "unshare", "process"])
+def test_a_worker_never_runs_as_root_in_any_mode(level: str) -> None:
+    iso = _available(level)
+    pool = SandboxPool(workers=1, call_timeout_s=2.0, isolation=level)
+    try:
+        res = asyncio.run(pool.call(TRIVIAL, "hook", "dbbench", {}, {}))
+        assert res.ok, res.error
+        (pid,) = pool.pids()
+        status = _status(pid)  # read from outside, as the kernel sees the worker
+        assert "0" not in status["Uid"] and "0" not in status["Gid"], status["Uid"]
+        assert status["NoNewPrivs"] == ["1"]
+        for cap in ("CapInh", "CapPrm", "CapEff", "CapAmb"):
+            assert int(status[cap][0], 16) == 0, (cap, status[cap])
+        layers = pool.layers()
+        assert "no-new-privs" in layers and "non-dumpable" in layers and "one-module-per-worker" in layers
+        if AS_ROOT:
+            assert status["Uid"] == ["65534"] * 4 and status["Gid"] == ["65534"] * 4 and status["Groups"] == []
+            assert int(status["CapBnd"][0], 16) == 0
+            assert "uid-nobody" in layers and "no-capabilities" in layers, layers
+            assert iso.credentials is not None and worker_mod.unprivileged(iso.credentials)
+    finally:
+        asyncio.run(pool.close())
+
+
+@pytest.mark.parametrize("level", ["bwrap", "unshare", "process"])
+def test_the_real_worker_cannot_reach_namespaces_proc_or_host_files(level: str) -> None:
+    """The probe is the worker itself (``worker.py --probe``) under the same prefix and drop."""
+    iso = _available(level)
+    candidate = next(c for c in iso_mod._candidates(iso_mod.python_executable()) if c.level == level)
+    problem, report = iso_mod._probe(candidate, iso_mod.python_executable(), "/", extra_dirs=(str(ROOT), "/root", "/etc"))
+    assert problem is None, problem
+    # /proc/1/ns/net (setns into the host's network), /proc/1/environ, the parent's environ, ns and mem
+    assert report["opened"] == [], report["opened"]
+    if AS_ROOT:
+        assert report["credentials"]["uid"] == [65534] * 3, report["credentials"]
+        writable = set(report["writable"])
+        assert not writable & {str(ROOT), "/root", "/etc", "/"}, writable
+        if level != "process":  # bwrap: read-only binds; unshare: a private mount namespace remounted read-only
+            assert writable == set(), writable
+            assert "readonly-fs" in iso.layers
+        else:  # uid 65534 only creates empty files in world-writable directories (RLIMIT_FSIZE=0)
+            assert writable <= {"/tmp", "/var/tmp", "/dev/shm"}, writable
+    if level != "process":
+        assert report["network"] is False
+    assert not any(p.name.startswith(".hg-probe-") for p in Path("/tmp").iterdir())
+
+
+@pytest.mark.parametrize("level", ["bwrap", "unshare", "process"])
+def test_a_worker_cannot_reach_another_worker(level: str) -> None:
+    """Workers all run as uid 65534: non-dumpable keeps their /proc files and memory closed to
+    each other; a pid namespace (bwrap, unshare as root) keeps signals from reaching them."""
+    _available(level)
+    pool = SandboxPool(workers=1, isolation=level)
+    try:
+        assert asyncio.run(pool.call(TRIVIAL, "hook", "dbbench", {}, {})).ok
+        (peer,) = pool.pids()
+        candidate = next(c for c in iso_mod._candidates(iso_mod.python_executable()) if c.level == level)
+        problem, report = iso_mod._probe(candidate, iso_mod.python_executable(), "/", peers=(peer,))
+        assert problem is None, problem
+        assert report["opened"] == [], report["opened"]  # /proc/<peer>/{environ,ns/net,mem}
+        if level != "process" and AS_ROOT:
+            assert report["pid"] == 1 and report["signalled"] == [], report
+        elif level == "process" and AS_ROOT:
+            assert report["signalled"] == [peer]  # the one gap of process mode: same uid, same pid namespace
+            assert "no-signals-out" not in iso_mod.isolation("process").layers
+        assert asyncio.run(pool.call(TRIVIAL, "hook", "dbbench", {}, {})).ok and pool.pids() == [peer]
+    finally:
+        asyncio.run(pool.close())
+
+
+def test_unprivileged_reads_every_field() -> None:
+    good = {"uid": [65534] * 3, "gid": [65534] * 3, "groups": [], "no_new_privs": 1, "dumpable": 0,
+            "caps": {"effective": 0, "permitted": 0, "inheritable": 0, "bounding": 0}}
+    assert worker_mod.unprivileged(good)
+    for bad in ({"uid": [0, 65534, 65534]}, {"gid": [65534, 0, 65534]}, {"groups": [0]}, {"no_new_privs": 0},
+                {"caps": dict(good["caps"], bounding=1 << 21)}, {"caps": dict(good["caps"], inheritable=448)}, {"caps": {}}):
+        assert not worker_mod.unprivileged(dict(good, **bad)), bad
+
+
+def test_a_worker_that_did_not_drop_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    if not AS_ROOT:
+        pytest.skip("the drop to uid 65534 needs a root parent")
+    iso = _available("process")
+    pool = SandboxPool(workers=1, isolation="process")
+    # the worker is told not to drop but the pool still expects it to: it must refuse the worker
+    pool._iso = iso_mod.Isolation(iso.level, iso.prefix, iso.layers, iso.inner_worker, iso.inner_policy, drop=True)
+    monkeypatch.setattr(iso_mod.Isolation, "worker_args", lambda self: [self.inner_worker, self.inner_policy])
+    try:
+        with pytest.raises(SandboxError, match="did not drop to uid 65534"):
+            asyncio.run(pool.call(TRIVIAL, "hook", "dbbench", {}, {}))
+    finally:
+        asyncio.run(pool.close())
+
+
+# ------------------------------------------------------------------ the one-line warning
+
+
+def test_weaker_isolation_is_announced_once_on_stderr(capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    _available("process")
+    monkeypatch.setattr(iso_mod, "_ANNOUNCED", set())
+    envs = [gym.make("HarnessEdit-DBBench-v0", batch_size=2, sandbox_isolation="process") for _ in range(2)]
+    for env in envs:
+        env.close()
+    out, err = capfd.readouterr()
+    lines = [line for line in err.splitlines() if "hook sandbox" in line]
+    assert len(lines) == 1, err
+    assert "'process'" in lines[0] and "weaker than bubblewrap" in lines[0] and "chosen by HARNESS_GYM_SANDBOX" in lines[0]
+    assert "hook sandbox" not in out
+
+
+def test_a_fallback_names_the_system_package(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a fresh machine without bubblewrap prints: the fallback, its layers and the fix, once."""
+    iso = _available("unshare")
+    monkeypatch.setattr(iso_mod, "_ANNOUNCED", set())
+    monkeypatch.setattr(iso_mod, "isolation", lambda level=None: dataclasses.replace(iso, note="bwrap: not installed"))
+    monkeypatch.delenv(iso_mod.ENV_VAR, raising=False)
+    for _ in range(3):
+        iso_mod.announce(None)
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith("harness-gym: hook sandbox is 'unshare'"), err
+    assert "missing bwrap" in err[0] and "(bwrap: not installed)" in err[0] and "apt-get install bubblewrap" in err[0]
+
+
+def test_bwrap_is_not_announced(capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    _available("bwrap")
+    monkeypatch.setattr(iso_mod, "_ANNOUNCED", set())
+    env = gym.make("HarnessEdit-DBBench-v0", batch_size=2, sandbox_isolation="bwrap")
+    env.close()
+    assert "hook sandbox" not in capfd.readouterr().err
+
+
+# ------------------------------------------------------------------ no cross-patch effects
+
+HOSTILE = '''def on_init(ctx, nb):
+    x = 'a' * (4 * 1024 ** 3)
+    return {'skills': [str(len(x))]}
+
+def make_pre_hint(ctx, nb):
+    return {'hint': str(sum(range(10 ** 11)))}
+
+def on_before_action(ctx, nb):
+    nb['junk'] = ['y' * 1000] * 200
+    return {'type': 'rewrite_action', 'action': 'x' * 5000}
+
+def on_post_step(ctx, nb):
+    return bomb(0)
+
+def bomb(n):
+    return bomb(n + 1)
+'''
+
+BENIGN_POST = ("--- /dev/null\n+++ b/hooks/01_on_post_step.py\n@@ -0,0 +1,5 @@\n"
+               "+def hook(ctx, nb):\n+    nb['k'] = nb.get('k', 0) + 1\n+    if nb['k'] == 2:\n"
+               "+        return {'type': 'inject_hint', 'message': 'Check the column names with a SELECT first.'}\n"
+               "+    return None\n")
+
+
+def _group(env: Any, obs: str, info: dict) -> list[str]:
+    template = make_policy("template").propose([PolicyInput(obs, info["packet"], "dbbench")])[0][0]
+    return [template, HOSTILE, BENIGN_POST]
+
+
+def test_a_hostile_patch_in_a_group_cannot_change_the_other_rewards() -> None:
+    kw = {"batch_size": 4, "sandbox_timeout_s": 0.5}
+    group_env = gym.make("HarnessEdit-DBBench-v0", **kw)
+    alone_env = gym.make("HarnessEdit-DBBench-v0", **kw)
+    try:
+        obs, info = group_env.reset(seed=11)
+        alone_env.reset(seed=11)
+        patches = _group(group_env, obs, info)
+        together = group_env.unwrapped.evaluate_patches(patches)
+        assert all(r["patch_valid"] for r in together), [r["patch_error"] for r in together]
+        alone = [alone_env.unwrapped.evaluate_patches([p])[0] for i, p in enumerate(patches) if i != 1]
+        for mine, solo in zip([r for i, r in enumerate(together) if i != 1], alone):
+            assert mine["reward"] == solo["reward"] and mine["per_task"] == solo["per_task"]
+            assert mine["harness_version"] == solo["harness_version"]
+        assert together[0]["reward"] != 0.0  # the template really changes something on this batch
+
+        # every worker served exactly one code identity: the hostile module's never ran another's
+        pool = group_env.unwrapped.evaluator.sandbox
+        served = pool.served
+        assert served, "no hook ran"
+        assert all(len(shas) == 1 for shas in served.values()), served
+        hostile_sha = {pool.code_sha(HOSTILE, p, "dbbench") for p in ("on_init", "make_pre_hint", "on_before_action", "on_post_step")}
+        assert len(hostile_sha) == 1
+        hostile_pids = {pid for pid, shas in served.items() if shas & hostile_sha}
+        other_pids = {pid for pid, shas in served.items() if not shas & hostile_sha}
+        assert hostile_pids and other_pids and not hostile_pids & other_pids
+        assert len(hostile_pids) > pool.workers  # its timeouts and memory bomb really cost it workers
+        assert len(pool._idle) <= pool.max_idle
+    finally:
+        group_env.close()
+        alone_env.close()
+
+
+def test_idle_workers_are_capped_least_recently_used_first() -> None:
+    pool = SandboxPool(workers=1, call_timeout_s=2.0, max_idle=2)
+    codes = [TRIVIAL.replace("'hi'", f"'hi {i}'") for i in range(4)]
+
+    async def scenario() -> list[int]:
+        for code in codes:
+            assert (await pool.call(code, "hook", "dbbench", {}, {})).ok
+        return pool.pids()
+
+    try:
+        live = asyncio.run(scenario())
+        assert len(live) == 2  # the two most recent; the first two were evicted
+        assert set(live) == set(pool.pids(SandboxPool.code_sha(codes[2], "hook", "dbbench"))
+                                + pool.pids(SandboxPool.code_sha(codes[3], "hook", "dbbench")))
+        first = pool.code_sha(codes[0], "hook", "dbbench")
+        res = asyncio.run(pool.call(codes[0], "hook", "dbbench", {}, {}))
+        assert res.ok and res.value["message"] == "hi 0" and len(pool.pids(first)) == 1
+        assert all(len(shas) == 1 for shas in pool.served.values())
+    finally:
+        asyncio.run(pool.close())
+
+
+CODECS = ("def hook(ctx, nb):\n    out = [str('é'.encode('cp1252')), str('é'.encode('utf-16'))]\n"
+          "    try:\n        out.append(str('é'.encode('cp437')))\n    except Exception:\n        out.append('lookup')\n"
+          "    return {'type': 'inject_hint', 'message': ' '.join(out)}\n")
+
+
+def test_hooks_behave_the_same_in_every_mode_nothing_is_imported_after_the_drop() -> None:
+    """In process/unshare mode the interpreter's files may be out of uid 65534's reach; so in
+    every mode a fixed set of codecs is loaded before the drop and file imports are closed."""
+    seen = {}
+    for level in ("bwrap", "unshare", "process"):
+        try:
+            iso_mod.isolation(level)
+        except SandboxError:
+            continue
+        pool = SandboxPool(workers=1, isolation=level)
+        try:
+            res = asyncio.run(pool.call(CODECS, "hook", "dbbench", {}, {}))
+        finally:
+            asyncio.run(pool.close())
+        assert res.ok, (level, res.error)
+        seen[level] = res.value["message"]
+    assert seen and set(seen.values()) == {"b'\\xe9' b'\\xff\\xfe\\xe9\\x00' lookup"}, seen
