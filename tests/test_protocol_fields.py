@@ -9,13 +9,15 @@ import pytest
 
 import harness_gym  # noqa: F401
 from harness_gym.errors import PatchError
-from harness_gym.evaluation.benchmarks import KNOWN, get_benchmark, protocol_of
+from harness_gym.benchmarks import plugins
+from harness_gym.evaluation.benchmarks import get_benchmark, known_benchmarks, protocol_of
 from harness_gym.evaluation.evaluator import Evaluator
 from harness_gym.harness.files import Harness
 from harness_gym.harness.patch import parse_patch
 from harness_gym.models.sim import SimBackend
 
-ENV_IDS = {"dbbench": "HarnessEdit-DBBench-v0", "webshop": "HarnessEdit-WebShop-v0", "alfworld": "HarnessEdit-ALFWorld-v0"}
+KNOWN = known_benchmarks()  # every registered benchmark, plugins included: the protocol rules are registry-wide
+ENV_IDS = {name: plugins.get(name).env_id() for name in KNOWN}
 
 
 def _config_diff(harness: Harness, new: dict) -> str:
@@ -70,8 +72,10 @@ def test_removing_a_protocol_key_or_adding_an_unknown_key_is_rejected(name: str)
 @pytest.mark.parametrize("name", KNOWN)
 def test_changing_only_harness_settings_passes(name: str) -> None:
     base = get_benchmark(name).default_harness()
-    patched = parse_patch(_config_diff(base, {**base.config(), "history_window": 6}), base).apply(base)
-    assert patched.config()["history_window"] == 6
+    key = next(k for k in base.config() if k not in get_benchmark(name).protocol)  # a harness setting
+    value = base.config()[key] + 1 if isinstance(base.config()[key], int) else str(base.config()[key]) + " Now."
+    patched = parse_patch(_config_diff(base, {**base.config(), key: value}), base).apply(base)
+    assert patched.config()[key] == value
     assert {k: patched.config()[k] for k in base.config() if k in get_benchmark(name).protocol} == \
         {k: base.config()[k] for k in base.config() if k in get_benchmark(name).protocol}
 

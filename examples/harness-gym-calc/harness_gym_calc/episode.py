@@ -35,8 +35,7 @@ class CalcState:
                                                              and len(value.strip().partition(".")[2]) != t.decimals)}}
 
 
-# The rules a harness is scored by: never read from the patchable config.json (harness-gym
-# rejects a patch that changes these keys there).
+# The rules the score means, never read from the patchable config.json (patches cannot change them).
 PROTOCOL = {"max_rounds": 8, "metric": "score"}
 
 
@@ -60,7 +59,7 @@ async def run_episode(task: Any, world: World, harness: Any, hooks: Any, submit:
         calls = tool_calls_of(reply)
         if not calls:
             result.events.append({"kind": "text_only", "round": rnd})
-            messages.append({"role": "user", "content": "Call a tool."})
+            messages.append({"role": "user", "content": harness.config().get("text_only_message", "Call a tool.")})
             continue
         call, blocked = calls[0], ""
         for eff in await ep.hook("on_before_action", state.ctx("before_action", call), rnd):
