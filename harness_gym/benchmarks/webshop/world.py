@@ -49,7 +49,10 @@ def action_of(call: ToolCall) -> str:
 class WebShopWorld(World):
     """One session of the WebShop state machine on a shared catalogue."""
 
-    def __init__(self, catalogue: Catalogue | None = None) -> None:
+    def __init__(self, catalogue: Catalogue | None = None, search: str = "lucene") -> None:
+        if search not in ("lucene", "pyserini"):
+            raise ValueError(f"unknown WebShop search {search!r}: expected 'lucene' or 'pyserini'")
+        self.search_kind = search
         self._fixed = catalogue
         self.cat: Catalogue | None = catalogue
         self.task: WebShopTask | None = None
@@ -104,7 +107,7 @@ class WebShopWorld(World):
     def _search(self, keywords: list[str], page: int) -> None:
         assert self.cat is not None
         self.keywords, self.page_num, self.asin, self.options, self.sub = keywords, page, None, {}, None
-        self.results = self.cat.search(" ".join(keywords))
+        self.results = self.cat.search(" ".join(keywords), self.search_kind)
         self.page = "results"
 
     def _click(self, value: str) -> float:
