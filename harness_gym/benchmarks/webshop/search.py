@@ -6,8 +6,8 @@ with ``LuceneSearcher.search(query, k=50)``. This module emulates that chain:
 
 - analyzer (Anserini's default English analyzer): Unicode word segmentation as Lucene's
   ``StandardTokenizer`` does it for these texts (letters, digits and ``_`` form words;
-  ``'``/``.``/``:`` join letters, ``.``/``,``/``;``/``'`` join digits; ideographs are not
-  split one by one as Lucene does), English possessive
+  ``'``/``.``/``:`` join letters, ``.``/``,``/``;``/``'`` join digits, one token per
+  ideograph or pictographic symbol such as ``™``), English possessive
   ``'s`` removed, lower-cased, Lucene's 33 English stop words removed, Porter-stemmed
   (``PyStemmer``'s ``porter``, the algorithm of Lucene's ``PorterStemFilter``);
 - scoring (Lucene 8 ``BM25Similarity``, k1=0.9, b=0.4): idf ``log(1 + (N - n + 0.5) /
@@ -41,7 +41,9 @@ STOP_WORDS = frozenset(
     ["a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is", "it", "no", "not", "of", "on", "or", "such", "that", "the", "their", "then", "there", "these", "they", "this", "to", "was", "will", "with"]
 )
 _L = r"[^\W\d_]"
-_WORD = re.compile(rf"\w+(?:(?:(?<={_L})['’.:](?={_L})|(?<=\d)[.,;'’](?=\d))\w+)*")
+_PICTO = "©®™\u203c\u2049\u2300-\u23ff\u2600-\u27bf\U0001f000-\U0001faff"  # emoji-like symbols: one token each
+_WORD = re.compile(rf"\w+(?:(?:(?<={_L})['‘’.:·](?={_L})|(?<=\d)[.,;'‘’](?=\d))\w+)*|[{_PICTO}]")
+_SINGLE = re.compile(r"([\u3040-\u309f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff])")  # one token per ideograph/hiragana
 _POSSESSIVE = ("'s", "’s")
 
 
@@ -60,7 +62,7 @@ _STEMS: dict[str, str] = {}
 def analyze_words(text: str) -> list[str]:
     """Tokens before stemming: segmented, possessives removed, lower-cased, stop words removed."""
     if not text.isascii():  # numbers such as ½ or ² are not word characters for the segmenter
-        text = "".join(" " if unicodedata.category(c) == "No" else c for c in text)
+        text = _SINGLE.sub(r" \1 ", "".join(" " if unicodedata.category(c) == "No" else c for c in text))
     out = []
     for tok in _WORD.findall(text):
         if tok.endswith(_POSSESSIVE):
