@@ -2,7 +2,7 @@
 
 Queries: every goal instruction of the catalogue, every product's query and the first 300
 product names (1,236 queries on the default ``generated:0:1000``). ``--record`` runs the real
-pyserini 0.17.0 (Anserini 0.14.3, Lucene 8.3; ``pip install --no-deps pyserini==0.17.0 pyjnius``
+pyserini 0.17.0 (Anserini 0.14.3, Lucene 8.11; ``pip install --no-deps pyserini==0.17.0 pyjnius``
 and a JDK) over the catalogue's documents and writes each query's page 1 (top 10 of k=50) to
 ``tests/fixtures/webshop/pyserini_<key>.json``; without it, the package's emulation (or
 ``--engine PATH``, another ``search.py``) is compared with that recording, or with a live

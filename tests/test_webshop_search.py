@@ -50,7 +50,7 @@ ANSERINI_TOKENS = {
     'usb-c 3.0 hub 100w': ['usb', 'c', '3.0', 'hub', '100w'],
     "i'm looking for gluten free bars, and price lower than 30.00 dollars": ["i'm", 'look', 'gluten', 'free', 'bar', 'price', 'lower', 'than', '30.00', 'dollar'],
 }
-# org.apache.lucene.util.SmallFloat (Lucene 8.3) intToByte4 / byte4ToInt, as it printed them
+# org.apache.lucene.util.SmallFloat (Lucene 8.11) intToByte4 / byte4ToInt, as it printed them
 LUCENE_NORMS = {0: 0, 1: 1, 23: 23, 24: 24, 39: 39, 40: 40, 41: 40, 42: 41, 57: 48, 63: 49, 64: 50, 100: 57, 128: 61, 255: 70, 256: 70, 1000: 87, 4000: 103, 1000000: 167}
 LUCENE_DECODED = {0: 0, 23: 23, 24: 24, 39: 39, 40: 40, 41: 42, 48: 56, 49: 60, 50: 64, 87: 984, 103: 3864, 167: 983064, 255: 2013265944}
 

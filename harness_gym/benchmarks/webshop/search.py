@@ -1,7 +1,7 @@
 """Product search ranked as the original's pyserini/Lucene index ranks it, without Java.
 
 The original indexes ``Product.document()`` (title, description, first bullet point, option
-text, lower-cased) with pyserini 0.17.0, i.e. Anserini 0.14.3 on Lucene 8.3, and searches
+text, lower-cased) with pyserini 0.17.0, i.e. Anserini 0.14.3 on Lucene 8.11, and searches
 with ``LuceneSearcher.search(query, k=50)``. This module emulates that chain:
 
 - analyzer (Anserini's default English analyzer): Unicode word segmentation as Lucene's
@@ -12,7 +12,7 @@ with ``LuceneSearcher.search(query, k=50)``. This module emulates that chain:
   (``PyStemmer``'s ``porter``, the algorithm of Lucene's ``PorterStemFilter``);
 - scoring (Lucene 8 ``BM25Similarity``, k1=0.9, b=0.4): idf ``log(1 + (N - n + 0.5) /
   (n + 0.5))``, each document's length stored as Lucene's one-byte norm
-  (``SmallFloat.intToByte4``: exact below 24 terms, then four significant bits) and
+  (``SmallFloat.intToByte4``: exact up to 40 terms, then 24 + four significant bits) and
   decoded through its 256-entry table, each term scored in float32 as Lucene 8's
   ``weight - weight / (1 + freq * (1 / norm))``, clause scores summed; a query is the bag of
   its terms, a repeated term weighted by its count (Anserini's ``BagOfWordsQueryGenerator``);
@@ -20,8 +20,8 @@ with ``LuceneSearcher.search(query, k=50)``. This module emulates that chain:
   score, then the id field; its tie adjuster then only rounds the shown scores).
 
 ``SEARCH_RETURN_N`` results at most, only documents matching at least one query term.
-``PyseriniSearchEngine`` (``search="pyserini"``) runs the real pyserini instead when it and
-a Java runtime are installed.
+``PyseriniSearchEngine`` (world backend ``local:pyserini``) runs the real pyserini instead
+when it and a Java runtime are installed.
 """
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ _L = r"[^\W\d_]"
 _PICTO = "©®™\u203c\u2049\u2300-\u23ff\u2600-\u27bf\U0001f000-\U0001faff"  # emoji-like symbols: one token each
 _WORD = re.compile(rf"\w+(?:(?:(?<={_L})['‘’.:·](?={_L})|(?<=\d)[.,;'‘’](?=\d))\w+)*|[{_PICTO}]")
 _SINGLE = re.compile(r"([\u3040-\u309f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff])")  # one token per ideograph/hiragana
-_POSSESSIVE = ("'s", "’s")
+_POSSESSIVE = ("'s", "'S", "’s", "’S", "＇s", "＇S")
 
 
 def _stemmer() -> Any:
