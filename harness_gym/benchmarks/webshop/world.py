@@ -17,7 +17,7 @@ from typing import Any
 from harness_gym.benchmarks.base import World
 from harness_gym.benchmarks.webshop.catalog import Catalogue, get_catalog
 from harness_gym.benchmarks.webshop.products import Product
-from harness_gym.benchmarks.webshop.reward import NOUN_EXTRACTOR, get_reward
+from harness_gym.benchmarks.webshop.reward import get_reward, noun_extractor
 from harness_gym.benchmarks.webshop.tasks import WebShopTask
 from harness_gym.types import StepResult, ToolCall
 
@@ -218,7 +218,7 @@ class WebShopWorld(World):
             info.update(asin=p.asin, price_tag=p.price_tag, option_groups=[[n, list(v)] for n, v in p.options],
                         selected=dict(self.options))
         if self.done:
-            info.update(score=self._score, noun_extractor=NOUN_EXTRACTOR)
+            info.update(score=self._score, noun_extractor=noun_extractor()[0])
         return info
 
 
