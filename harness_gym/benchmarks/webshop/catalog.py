@@ -25,7 +25,7 @@ from typing import Any
 from harness_gym.errors import TaskDataError
 from harness_gym.benchmarks.base import digest
 from harness_gym.benchmarks.webshop.products import Product, product_prices
-from harness_gym.benchmarks.webshop.search import SearchEngine
+from harness_gym.benchmarks.webshop.search import PyseriniSearchEngine, SearchEngine, make_engine
 
 GOAL_SEED = 233
 PRICE_RANGE = [10.0 * i for i in range(1, 100)]
@@ -40,16 +40,20 @@ class Catalogue:
     goals: list[dict[str, Any]]
     splits: dict[str, range]
     goal_seed: int = GOAL_SEED
-    _engine: SearchEngine | None = field(default=None, repr=False)
+    _engines: dict[str, SearchEngine | PyseriniSearchEngine] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
     def engine(self) -> SearchEngine:
+        return self.engine_for("lucene")  # type: ignore[return-value]
+
+    def engine_for(self, kind: str) -> SearchEngine | PyseriniSearchEngine:
+        """The search index of ``kind`` ('lucene': the emulation; 'pyserini': the real one), built once."""
         with self._lock:
-            if self._engine is None:
+            if kind not in self._engines:
                 asins = list(self.products)
-                self._engine = SearchEngine(asins, [self.products[a].document() for a in asins])
-            return self._engine
+                self._engines[kind] = make_engine(kind, asins, [self.products[a].document() for a in asins])
+            return self._engines[kind]
 
     @property
     def prices_sha256(self) -> str:
@@ -57,8 +61,8 @@ class Catalogue:
             self._prices_sha = digest(self.prices)
         return self._prices_sha
 
-    def search(self, keywords: str) -> list[Product]:
-        return [self.products[a] for a in self.engine.search(keywords)]
+    def search(self, keywords: str, kind: str = "lucene") -> list[Product]:
+        return [self.products[a] for a in self.engine_for(kind).search(keywords)]
 
 
 def human_goals(products: Iterable[Product], instructions: Mapping[str, Any],

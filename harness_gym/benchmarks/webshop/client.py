@@ -1,4 +1,5 @@
-"""World backends for WebShop: ``local`` (in process) or ``http://host:port`` (``server.py``).
+"""World backends for WebShop: ``local`` (in process), ``local:pyserini`` (in process, search by
+the original's pyserini/Lucene instead of its emulation) or ``http://host:port`` (``server.py``).
 
 ``HTTPWorld`` is a ``World`` that forwards reset/step to one server session; a dead or
 failing server raises ``WorldError`` with a one-line message (the evaluator retries the
@@ -61,8 +62,15 @@ class HTTPWorld(World):
 
 
 def world_factory(backend: str) -> Callable[[], World]:
-    if backend in ("local", "", None):
+    if backend in ("local", "local:lucene", "", None):
         return WebShopWorld
+    if backend == "local:pyserini":
+        from harness_gym.benchmarks.webshop.search import pyserini_available
+
+        problem = pyserini_available()
+        if problem:
+            raise ConfigError(f"backend='local:pyserini': {problem}")
+        return lambda: WebShopWorld(search="pyserini")
     if backend.startswith(("http://", "https://")):
         return lambda: HTTPWorld(backend)
-    raise ConfigError(f"backend={backend!r}: expected 'local' or 'http://host:port' (a WebShop server)")
+    raise ConfigError(f"backend={backend!r}: expected 'local', 'local:pyserini' or 'http://host:port' (a WebShop server)")

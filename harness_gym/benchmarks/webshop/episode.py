@@ -35,7 +35,7 @@ from harness_gym.runtime.hooks import HookRunner
 from harness_gym.runtime.trajectory import COMPLETED, TASK_LIMIT_REACHED, EpisodeResult
 from harness_gym.benchmarks.webshop.ctx import WSState
 from harness_gym.benchmarks.base import World
-from harness_gym.benchmarks.webshop.reward import NOUN_EXTRACTOR
+from harness_gym.benchmarks.webshop.reward import noun_extractor
 from harness_gym.benchmarks.webshop.tasks import WebShopTask
 from harness_gym.types import Message, ToolCall, tool_calls_of
 
@@ -176,6 +176,6 @@ async def run_episode(
     result.status = COMPLETED if done else TASK_LIMIT_REACHED
     result.reward = float(world.score) if done else 0.0
     result.success = result.reward >= 1.0
-    result.info = {"success": result.success, "score": result.reward, "noun_extractor": NOUN_EXTRACTOR,
+    result.info = {"success": result.success, "score": result.reward, "noun_extractor": noun_extractor()[0],
                    "webshop_task_manifest": task.manifest()}
     return result

@@ -5,7 +5,8 @@ The original file format is ``items_shuffle*.json`` (a list of product dicts) pl
 instructions). ``product_from_record`` applies the original normalization: title = name,
 description = full_description, bullet points = small_description, price tag and
 numeric pricing from the ``pricing`` string, option names and values lower-cased with
-``/`` replaced by `` | ``.
+``/`` replaced by `` | ``. Ratings and reviews are not loaded (the original's review
+file loading is commented out): every product shows ``Rating: N.A.`` and no reviews.
 """
 from __future__ import annotations
 
@@ -88,10 +89,6 @@ def product_from_record(p: Mapping[str, Any], attributes: Mapping[str, Any] | No
     bullets = tuple(str(b) for b in small) if isinstance(small, list) else (str(small or ""),)
     attrs = (attributes or {}).get(asin, {})
     attr_list = attrs.get("attributes") if isinstance(attrs, Mapping) else None
-    reviews = []
-    for r in p.get("Reviews") or p.get("reviews") or []:
-        if isinstance(r, Mapping):
-            reviews.append((str(r.get("title", "")), str(r.get("score", "")), str(r.get("body", ""))))
     return Product(
         asin=asin,
         name=str(p.get("name") or ""),
@@ -104,8 +101,8 @@ def product_from_record(p: Mapping[str, Any], attributes: Mapping[str, Any] | No
         pricing=pricing,
         options=option_groups(p.get("customization_options")),
         attributes=tuple(attr_list) if attr_list else ("DUMMY_ATTR",),
-        rating=str(p.get("Rating") or p.get("rating") or "N.A."),
-        reviews=tuple(reviews),
+        rating="N.A.",  # the original's load_products never reads ratings or reviews: every page shows
+        reviews=(),  # "Rating: N.A." and an empty Reviews page, whatever the record holds
     )
 
 

@@ -17,7 +17,7 @@ from typing import Any
 from harness_gym.benchmarks.base import World
 from harness_gym.benchmarks.webshop.catalog import Catalogue, get_catalog
 from harness_gym.benchmarks.webshop.products import Product
-from harness_gym.benchmarks.webshop.reward import NOUN_EXTRACTOR, get_reward
+from harness_gym.benchmarks.webshop.reward import get_reward, noun_extractor
 from harness_gym.benchmarks.webshop.tasks import WebShopTask
 from harness_gym.types import StepResult, ToolCall
 
@@ -49,7 +49,10 @@ def action_of(call: ToolCall) -> str:
 class WebShopWorld(World):
     """One session of the WebShop state machine on a shared catalogue."""
 
-    def __init__(self, catalogue: Catalogue | None = None) -> None:
+    def __init__(self, catalogue: Catalogue | None = None, search: str = "lucene") -> None:
+        if search not in ("lucene", "pyserini"):
+            raise ValueError(f"unknown WebShop search {search!r}: expected 'lucene' or 'pyserini'")
+        self.search_kind = search
         self._fixed = catalogue
         self.cat: Catalogue | None = catalogue
         self.task: WebShopTask | None = None
@@ -104,7 +107,7 @@ class WebShopWorld(World):
     def _search(self, keywords: list[str], page: int) -> None:
         assert self.cat is not None
         self.keywords, self.page_num, self.asin, self.options, self.sub = keywords, page, None, {}, None
-        self.results = self.cat.search(" ".join(keywords))
+        self.results = self.cat.search(" ".join(keywords), self.search_kind)
         self.page = "results"
 
     def _click(self, value: str) -> float:
@@ -215,7 +218,7 @@ class WebShopWorld(World):
             info.update(asin=p.asin, price_tag=p.price_tag, option_groups=[[n, list(v)] for n, v in p.options],
                         selected=dict(self.options))
         if self.done:
-            info.update(score=self._score, noun_extractor=NOUN_EXTRACTOR)
+            info.update(score=self._score, noun_extractor=noun_extractor()[0])
         return info
 
 
