@@ -61,8 +61,17 @@ def _in_vocab(word: str, vocab: frozenset[str]) -> bool:
     return any(w.startswith(v) or (len(w) >= 4 and v.startswith(w)) for v in vocab if len(v) >= 3)
 
 
+_CODE = re.compile(r"`[^`]+`|'[^']+'|\"[^\"]+\"|\b[A-Z]{3,}\b|\d")
+
+
 def trigger_only(unit: str, vocab: frozenset[str]) -> bool:
-    """True when every content word of ``unit`` is one of the sim's trigger words."""
+    """True when every content word of ``unit`` is one of the sim's trigger words.
+
+    Quoted or backticked text, SQL written in capitals and numbers are things the agent
+    can copy, never mere trigger words.
+    """
+    if _CODE.search(unit):
+        return False
     words = [w for w in _WORD.findall(unit.lower()) if w not in STOPWORDS]
     return bool(words) and all(_in_vocab(w, vocab) for w in words)
 
