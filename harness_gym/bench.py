@@ -86,6 +86,8 @@ def run_bench(
                             "patch_valid": sinfo["patch_valid"], "patch_error": sinfo["patch_error"],
                             "baseline_score": sinfo["baseline_score"], "patched_score": sinfo["patched_score"],
                             "delta": sinfo["delta"], "heldout_delta": sinfo.get("heldout_delta"),
+                            "metric": sinfo.get("metric"), "delta_score": sinfo.get("delta_score"),
+                            "delta_success": sinfo.get("delta_success"),
                             "incomplete": sinfo.get("incomplete", []), "batch_digest": info["batch_digest"],
                             "batch": info["batch"], "harness_version": sinfo["harness_version"], "patch": patch,
                             "cost": {"rollouts": after["episodes_run"] - before["episodes_run"],

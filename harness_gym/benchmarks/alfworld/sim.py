@@ -91,8 +91,10 @@ class Persona:
         flaws = {name for name, p in FLAWS.items() if rng.random() < p and _applicable(name, task)}
         if "skip_transform" in flaws:
             flaws.discard("transform_loop")
-        u = {k: rng.random() for k in (*CONCEPTS, "self_fix", "distraction", "move_slip", "misread", "block")}
-        return cls(frozenset(flaws), u, rng.randrange(2**31))
+        u = {k: rng.random() for k in (*CONCEPTS, "self_fix", "distraction", "move_slip", "misread")}
+        seed = rng.randrange(2**31)
+        u["block"] = rng.random()  # drawn last: the earlier draws (and the no-hook baseline) stay as they were
+        return cls(frozenset(flaws), u, seed)
 
 
 def _applicable(flaw: str, task: AlfTask) -> bool:

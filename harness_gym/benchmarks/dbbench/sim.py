@@ -44,6 +44,8 @@ RESPONSIVENESS = 0.65  # chance a focused, relevant hint is followed
 BLOCK_RESPONSIVENESS = 0.95  # chance a block whose message names an actionable fix is followed
 MAX_SAME_BLOCK = 2     # a refused call is retried at most once; then the sim does something else
 # SQL the agent can run or copy: backticked names, functions and clauses written as code, tool names
+_SCHEMA_WORDS = ("column", "columns", "table", "tables", "identifier", "identifiers", "value", "values", "row", "rows",
+                 "number", "numbers", "result", "results", "query", "answer", "answers", "statement", "error")
 _SQL_CODE = re.compile(r"`[^`]+`|\b(?:CAST|SELECT|WHERE|LIKE|DISTINCT|INSERT|UPDATE|LIMIT|ORDER BY|GROUP BY|COUNT|LOWER|"
                        r"UPPER|TRIM|DECIMAL)\b|\+ ?0\b|'%|execute_sql|commit_final_answer")
 SELF_FIX = 0.25        # chance the sim fixes an error or empty result on its own
@@ -220,15 +222,14 @@ class _Agent:
 
     def grounds(self, unit: str, concept: str) -> bool:
         """Does ``unit`` name something the agent can use now: SQL it can run or copy, a tool,
-        the table or one of its columns, or (for answers) the last result it got?"""
+        the table or one of its columns (by name or as "column names"), a value, its last result?"""
         if _SQL_CODE.search(unit):
             return True
         names = [n for n in (self.task.table_name, *self.task.columns) if len(n) >= 3]
         if any(mentions(unit, n) for n in names):
             return True
-        if concept in ("exact_answer", "check_empty", "change_approach"):
-            return any(mentions(unit, w) for w in ("last query", "last result", "your query", "the result", "error"))
-        return False
+        # the schema and results the agent sees, referred to generically ("column names that contain spaces")
+        return any(mentions(unit, w) for w in _SCHEMA_WORDS)
 
     def guarded(self, reply: Message) -> Message:
         """A call refused twice is not sent again: the agent does something else admissible —
