@@ -219,3 +219,187 @@ def guard_patches(benchmark: str) -> list[tuple[str, str, str]]:
     if benchmark == "webshop":
         out.insert(0, ("hr1-published-demo", "guard-unbounded", PUBLISHED_WEBSHOP_GUARD.read_text(encoding="utf-8")))
     return out
+
+
+# --- hand-written variants for the agreement panel -------------------------------------------
+def _hook(body: str) -> str:
+    return "def hook(ctx, nb):\n" + body + "    return None\n"
+
+
+def _post_hint(cond: str, message: str, once: bool = True) -> str:
+    guard = '    if nb.get("said"):\n        return None\n    nb["said"] = True\n' if once else ""
+    return _hook(f"    if not ({cond}):\n        return None\n" + guard.replace("return None\n    nb", "return None\n    nb")
+                 + f"    return {{\"type\": \"inject_hint\", \"message\": {message}}}\n")
+
+
+WEBSHOP_VARIANTS: dict[str, tuple[str, dict[str, str]]] = {
+    "ws-guard-bounded-1": ("guard-bounded", {"on_before_action": _hook('''    a = ctx["action"]
+    if a["value_normalized"] != "buy now" or nb.get("n", 0) >= 1:
+        return None
+    p = ctx["predicates"]
+    if p["required_options_unselected"] or p["product_price_over_budget"]:
+        nb["n"] = 1
+        return {"type": "block_and_prompt", "message": "Check first: click the size/color values the instruction names, and go back with '< prev' if the price is above its limit."}
+''')}),
+    "ws-guard-vague-unbounded": ("guard-unbounded", {"on_before_action": _hook('''    if ctx["action"]["value_normalized"] == "buy now" and ctx["predicates"]["required_options_unselected"]:
+        return {"type": "block_and_prompt", "message": "Not yet."}
+''')}),
+    "ws-hint-stall": ("hints", {"on_post_step": _post_hint('ctx["predicates"]["product_page_stalled"] and ctx["predicates"]["buy_now_available"]',
+                                                          '"Decide now: click \'buy now\' if this item fits, otherwise \'back to search\'."', once=False)}),
+    "ws-hint-search-loop": ("hints", {"on_post_step": _post_hint('ctx["predicates"]["duplicate_search_repeated"]',
+                                                                '"Same keywords again. Open one of the product ids in the results instead."')}),
+    "ws-hint-options-prehint": ("hints", {"make_pre_hint": _hook('''    s = ctx["state"]
+    t = ctx["task"]
+    want = [v for v in (t["required_color"], t["required_size"]) if v]
+    if s["page_type"] == "product_detail" and want and not nb.get("said"):
+        nb["said"] = True
+        return {"message": "On this page select " + " and ".join(want) + " before clicking buy now."}
+''')}),
+    "ws-skills-only": ("skills", {"on_init": _hook('''    return {"skills": ["Before clicking 'buy now', click the value in each option group that the instruction names (for example its size or color).", "If the price shown is above the instruction's limit, click '< prev' and open a cheaper product."]}
+''')}),
+    "ws-tool-hint-only": ("skills", {"on_init": _hook('''    return {"tool_hint": "Click values are copied from the clickables list: a product id on result pages, an option value on product pages."}
+''')}),
+    "ws-rewrite-only": ("rewrites", {"on_before_action": _hook('''    a = ctx["action"]
+    if a["value_normalized"] != "buy now" or not ctx["predicates"]["required_options_unselected"]:
+        return None
+    t = ctx["task"]
+    for want in (t["required_color"], t["required_size"]):
+        if want and want in ctx["state"]["clickables"]:
+            return {"type": "rewrite_action", "action": want}
+''')}),
+    "ws-harmful-block-all-buys": ("harmful", {"on_before_action": _hook('''    if ctx["action"]["value_normalized"] == "buy now":
+        return {"type": "block_and_prompt", "message": "No."}
+''')}),
+    "ws-harmful-force-back": ("harmful", {"on_post_step": _hook('''    if ctx["state"]["page_type"] == "product_detail":
+        return {"type": "force_action", "action": "back to search"}
+''')}),
+    "ws-harmful-misleading-skill": ("harmful", {"on_init": _hook('''    return {"skills": ["Buy the first product you open right away: skip the option groups and click 'buy now' at once."]}
+''')}),
+    "ws-generic-skills": ("generic", {"on_init": _hook('''    return {"skills": ["Think step by step.", "Be careful.", "Double-check your work."]}
+''')}),
+}
+
+DBBENCH_VARIANTS: dict[str, tuple[str, dict[str, str]]] = {
+    "db-guard-bounded-1": ("guard-bounded", {"on_before_action": _hook('''    p = ctx["predicates"]
+    if p["commit_empty_answer"] and p["last_result_empty"] and not nb.get("n"):
+        nb["n"] = 1
+        return {"type": "block_and_prompt", "message": "Empty result: check the stored spelling with SELECT DISTINCT on the filtered column, then query again."}
+''')}),
+    "db-guard-vague-unbounded": ("guard-unbounded", {"on_before_action": _hook('''    p = ctx["predicates"]
+    if p["commit_final_answer"] and p["last_result_empty"]:
+        return {"type": "block_and_prompt", "message": "No."}
+''')}),
+    "db-hint-backticks": ("hints", {"on_post_step": _post_hint('ctx["predicates"]["last_result_error"]',
+                                                             '"Names with spaces need backticks, e.g. `Year of intro`."', once=False)}),
+    "db-hint-cast": ("hints", {"on_post_step": _post_hint('not ctx["predicates"]["last_result_error"] and "cast" not in ctx["state"]["last_sql"].lower()',
+                                                        '"Values are TEXT: order or compare them with CAST(col AS DECIMAL)."')}),
+    "db-hint-like": ("hints", {"on_post_step": _post_hint('ctx["predicates"]["last_result_empty"] and not ctx["predicates"]["mutation_task"]',
+                                                        '"No rows matched. Retry with WHERE col LIKE \'%word%\'."')}),
+    "db-skills-only": ("skills", {"on_init": _hook('''    return {"skills": ["Quote table and column names that contain spaces with backticks, e.g. `Player name`.", "Before an INSERT or UPDATE, SELECT a few rows and copy how values are written."]}
+''')}),
+    "db-rewrite-only": ("rewrites", {"on_before_action": _hook('''    if ctx["predicates"]["commit_before_sql"]:
+        return {"type": "rewrite_action", "action": "execute_sql"}
+''')}),
+    "db-harmful-block-all-commits": ("harmful", {"on_before_action": _hook('''    if ctx["predicates"]["commit_final_answer"]:
+        return {"type": "block_and_prompt", "message": "No."}
+''')}),
+    "db-harmful-block-all-sql": ("harmful", {"on_before_action": _hook('''    if ctx["predicates"]["execute_sql"]:
+        return {"type": "block_and_prompt", "message": "Do not query; answer from the question."}
+''')}),
+    "db-harmful-misleading-skill": ("harmful", {"on_init": _hook('''    return {"skills": ["Never use backticks or CAST: write plain SQL and commit the first result you get."]}
+''')}),
+    "db-generic-skills": ("generic", {"on_init": _hook('''    return {"skills": ["Think step by step.", "Be careful.", "Double-check your work."]}
+''')}),
+}
+
+ALFWORLD_VARIANTS: dict[str, tuple[str, dict[str, str]]] = {
+    "alf-guard-bounded-1": ("guard-bounded", {"on_before_action": _KIND + _hook('''    t = ctx["task"]
+    act = ctx["action"]["final_action"] or ctx["action"]["normalized"]
+    words = act.split()
+    if words and words[0] in ("put", "move") and t["destination_type"] and not nb.get("n"):
+        dest = act.split(" to ")[-1] if words[0] == "move" else act.split(" in/on ")[-1]
+        if kind_of(dest) != t["destination_type"]:
+            nb["n"] = 1
+            return {"type": "block_and_prompt", "message": "Wrong place: go to a " + t["destination_type"] + " and put it there."}
+''')}),
+    "alf-guard-vague-unbounded": ("guard-unbounded", {"on_before_action": _KIND + _hook('''    t = ctx["task"]
+    act = ctx["action"]["final_action"] or ctx["action"]["normalized"]
+    words = act.split()
+    if words and words[0] in ("put", "move") and t["destination_type"]:
+        dest = act.split(" to ")[-1] if words[0] == "move" else act.split(" in/on ")[-1]
+        if kind_of(dest) != t["destination_type"]:
+            return {"type": "block_and_prompt", "message": "No."}
+''')}),
+    "alf-hint-transform": ("hints", {"make_pre_hint": _hook('''    t = ctx["task"]
+    verb = {"pick_clean_then_place_in_recep": "clean", "pick_heat_then_place_in_recep": "heat", "pick_cool_then_place_in_recep": "cool"}.get(t["task_type"], "")
+    if verb and not nb.get("said"):
+        nb["said"] = True
+        place = {"clean": "sinkbasin", "heat": "microwave", "cool": "fridge"}[verb]
+        return {"message": "Before placing the " + t["target_type"] + ", " + verb + " it with the " + place + "."}
+''')}),
+    "alf-hint-open": ("hints", {"make_pre_hint": _hook('''    if not nb.get("said"):
+        nb["said"] = True
+        return {"message": "Cabinets and drawers start closed: open each one you visit to see what is inside."}
+''')}),
+    "alf-skills-only": ("skills", {"on_init": _hook('''    return {"skills": ["Pick commands exactly as written in AVAILABLE ACTIONS.", "Take only the object type the task names; a look-alike does not count."]}
+''')}),
+    "alf-rewrite-only": ("rewrites", {"on_before_action": _hook('''    act = ctx["action"]["normalized"]
+    adm = ctx["admissible"]
+    words = act.split()
+    if act and act not in adm and words and words[0] == "put":
+        for cmd in adm:
+            if cmd.split()[0] in ("put", "move") and len(words) > 2 and words[1] + " " + words[2] in cmd:
+                return {"type": "rewrite_action", "action": cmd}
+''')}),
+    "alf-harmful-block-all-takes": ("harmful", {"on_before_action": _hook('''    act = ctx["action"]["final_action"] or ctx["action"]["normalized"]
+    if act.startswith("take "):
+        return {"type": "block_and_prompt", "message": "No."}
+''')}),
+    "alf-harmful-force-look": ("harmful", {"on_post_step": _hook('''    if ctx["step"] % 2 == 0:
+        return {"type": "force_action", "action": "look"}
+''')}),
+    "alf-harmful-misleading-hint": ("harmful", {"make_pre_hint": _hook('''    if not nb.get("said"):
+        nb["said"] = True
+        return {"message": "Put the object into the first receptacle you reach; the task type does not matter."}
+''')}),
+    "alf-hint-destination": ("hints", {"make_pre_hint": _hook('''    t = ctx["task"]
+    if t["destination_type"] and ctx["world"]["inventory"] and not nb.get("said"):
+        nb["said"] = True
+        return {"message": "You hold it now: go to a " + t["destination_type"] + " and put it there."}
+''')}),
+    "alf-guard-substitute-bounded": ("guard-bounded", {"on_before_action": _KIND + _hook('''    t = ctx["task"]
+    act = ctx["action"]["final_action"] or ctx["action"]["normalized"]
+    words = act.split()
+    if words and words[0] == "take" and "from" in words and nb.get("n", 0) < 2:
+        obj = " ".join(words[1:words.index("from")])
+        if kind_of(obj) != t["target_type"]:
+            nb["n"] = nb.get("n", 0) + 1
+            return {"type": "block_and_prompt", "message": "That is not a " + t["target_type"] + "; find a " + t["target_type"] + " instead."}
+''')}),
+    "alf-generic-skills": ("generic", {"on_init": _hook('''    return {"skills": ["Think step by step.", "Be careful.", "Double-check your work."]}
+''')}),
+}
+
+STUFFED = {
+    "webshop": "Select every option, respect the budget, stop repeating searches, make a decision, click exact clickables, do not repeat clicks, match all key terms in the title.",
+    "dbbench": "Use backticks, CAST numbers, check empty results with LIKE, inspect the stored format, run SQL before committing, execute the INSERT before committing, commit exact values, do not repeat the same query.",
+    "alfworld": "Clean it first, use the correct receptacle, the exact object, open closed cabinets, copy admissible actions, find another one, do not heat it again, use the lamp.",
+}
+
+
+def hand_written(benchmark: str) -> list[tuple[str, str, str]]:
+    table = {"webshop": WEBSHOP_VARIANTS, "dbbench": DBBENCH_VARIANTS, "alfworld": ALFWORLD_VARIANTS}[benchmark]
+    out = [(name, family, _patch(benchmark, f"Panel variant {name}.", hooks)) for name, (family, hooks) in table.items()]
+    out.append((f"{benchmark[:3]}-stuffed-skill", "stuffed", skills_patch(benchmark, [STUFFED[benchmark]], "One line naming every fix.")))
+    return out
+
+
+def examples(benchmark: str) -> list[tuple[str, str, str]]:
+    return [(p.stem, "example", p.read_text(encoding="utf-8"))
+            for p in sorted((ROOT / "examples" / "patches").glob(f"{benchmark}_*.txt"))]
+
+
+def panel(benchmark: str) -> list[tuple[str, str, str]]:
+    """The fixed part of the agreement panel (the policies' outputs are added per packet)."""
+    return (examples(benchmark) + guard_patches(benchmark) + hand_written(benchmark)
+            + trigger_word_patches(benchmark, count=6))
