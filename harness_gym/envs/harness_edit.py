@@ -162,7 +162,8 @@ class HarnessEditEnv(gym.Env):
             obs, packet = self._observe(base, self._base_results)
             bad: dict[str, Any] = {"patch_valid": False, "patch_error": str(exc), "harness_version": base.version,
                                    "base_harness_version": base.version, "baseline_score": _mean(self._base_results),
-                                   "patched_score": None, "delta": None, "delta_score": None, "delta_success": None,
+                                   "baseline_success": _mean(self._base_results, "success"), "patched_score": None,
+                                   "patched_success": None, "delta": None, "delta_score": None, "delta_success": None,
                                    "metric": self.metric, "per_task": [], "packet": packet.to_dict()}
             return obs, float(self.config.invalid_patch_reward), terminated, False, bad
         batches = self.evaluator.evaluate_many([base, patched], self._batch, self._seeds)

@@ -30,7 +30,7 @@ from harness_gym.benchmarks.webshop.tasks import WebShopTask
 from harness_gym.types import Message, ToolCall, assistant_message
 
 CONCEPTS: dict[str, re.Pattern[str]] = {
-    "select_options": re.compile(r"(select|choose|pick|click)\w*\b.{0,40}\b(option|colou?r|size|attribute|variant|flavor|scent)s?\b|required (option|attribute)|unselected|before (buying|you buy|buy now|purchas)", re.IGNORECASE),
+    "select_options": re.compile(r"(select|choose|pick|click)\w*\b.{0,40}\b(option|colou?r|size|attribute|variant|flavor|scent)s?\b|required (option|attribute)|unselected|before (buying|you buy|buy now|purchas)|(select|choose|pick|click)\w* .{0,60}\b(before|then) .{0,25}\b(buy|purchas)", re.IGNORECASE),
     "budget": re.compile(r"budget|too expensive|cheaper|over (the )?(price|limit)|price (limit|bound|cap)|costs? more than|exceeds? the price|above (the |your )?(limit|price|maximum)|price .{0,20}(above|over|higher than) ", re.IGNORECASE),
     "search_loop": re.compile(r"same (search|query|keywords)|search\w* (again|repeatedly|many times|several times)|stop searching|(different|simpler) (keywords|query)|search loop", re.IGNORECASE),
     "stall": re.compile(r"\bstuck\b|too long|make a decision|decide (now)?|stalled|stop browsing|(go ahead and|just) (buy|click .?buy now)|do not keep (reading|browsing)", re.IGNORECASE),
