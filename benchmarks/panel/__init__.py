@@ -172,7 +172,7 @@ ALFWORLD_GUARDS = {
     words = act.split()
     if not words:
         return None
-    verb = {"pick_clean_then_place_in_recep": "clean", "pick_heat_then_place_in_recep": "heat", "pick_cool_then_place_in_recep": "cool"}.get(t["task_type"], "")
+    verb = {"pick_clean_then_place": "clean", "pick_heat_then_place": "heat", "pick_cool_then_place": "cool"}.get(t["task_type"], "")
     if verb and words[0] == verb:
         nb["done"] = True
     if words[0] == "take" and len(words) > 2 and kind_of(" ".join(words[1:words.index("from")] if "from" in words else words[1:3])) != t["target_type"]:
@@ -191,7 +191,7 @@ ALFWORLD_GUARDS = {
     words = act.split()
     if not words:
         return None
-    verb = {"pick_clean_then_place_in_recep": "clean", "pick_heat_then_place_in_recep": "heat", "pick_cool_then_place_in_recep": "cool"}.get(t["task_type"], "")
+    verb = {"pick_clean_then_place": "clean", "pick_heat_then_place": "heat", "pick_cool_then_place": "cool"}.get(t["task_type"], "")
     if verb and words[0] == verb:
         nb["ok"] = True
     held = ctx["world"]["inventory"]
@@ -331,7 +331,7 @@ ALFWORLD_VARIANTS: dict[str, tuple[str, dict[str, str]]] = {
             return {"type": "block_and_prompt", "message": "No."}
 ''')}),
     "alf-hint-transform": ("hints", {"make_pre_hint": _hook('''    t = ctx["task"]
-    verb = {"pick_clean_then_place_in_recep": "clean", "pick_heat_then_place_in_recep": "heat", "pick_cool_then_place_in_recep": "cool"}.get(t["task_type"], "")
+    verb = {"pick_clean_then_place": "clean", "pick_heat_then_place": "heat", "pick_cool_then_place": "cool"}.get(t["task_type"], "")
     if verb and not nb.get("said"):
         nb["said"] = True
         place = {"clean": "sinkbasin", "heat": "microwave", "cool": "fridge"}[verb]
