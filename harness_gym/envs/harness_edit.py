@@ -168,7 +168,7 @@ class HarnessEditEnv(gym.Env):
             return obs, float(self.config.invalid_patch_reward), terminated, False, bad
         batches = self.evaluator.evaluate_many([base, patched], self._batch, self._seeds)
         before, after = batches
-        deltas, per_task, incomplete = _compare(before, after)
+        deltas, per_task, incomplete = _compare_metrics(before, after)
         delta = deltas[self.metric]
         info: dict[str, Any] = {
             "patch_valid": True,
@@ -191,7 +191,7 @@ class HarnessEditEnv(gym.Env):
         }
         if self._heldout:
             hb, ha = self.evaluator.evaluate_many([base, patched], self._heldout, self._heldout_seeds)
-            h_deltas, h_per_task, h_incomplete = _compare(hb, ha)
+            h_deltas, h_per_task, h_incomplete = _compare_metrics(hb, ha)
             info.update(heldout_delta=h_deltas[self.metric], heldout_delta_score=h_deltas["score"],
                         heldout_delta_success=h_deltas["success"], heldout_ci=_ci(h_per_task, self.metric),
                         heldout_incomplete=h_incomplete)
@@ -233,7 +233,7 @@ class HarnessEditEnv(gym.Env):
             if isinstance(item, str):
                 out.append({"patch_valid": False, "patch_error": item, "reward": float(self.config.invalid_patch_reward)})
             else:
-                deltas, per_task, incomplete = _compare(runs[0], by_version[item.version])
+                deltas, per_task, incomplete = _compare_metrics(runs[0], by_version[item.version])
                 out.append({"patch_valid": True, "patch_error": None, "reward": deltas[self.metric],
                             "delta_score": deltas["score"], "delta_success": deltas["success"],
                             "harness_version": item.version, "per_task": per_task, "incomplete": incomplete})
@@ -263,7 +263,13 @@ def _mean(results: list[EpisodeResult], metric: str = "score") -> float:
     return sum(done) / len(done) if done else 0.0
 
 
-def _compare(before: list[EpisodeResult], after: list[EpisodeResult]) -> tuple[dict[str, float], list[dict[str, Any]], list[str]]:
+def _compare(before: list[EpisodeResult], after: list[EpisodeResult]) -> tuple[float, list[dict[str, Any]], list[str]]:
+    """Δ mean score over tasks completed in both runs (as ``_compare_metrics``, score only)."""
+    deltas, per_task, incomplete = _compare_metrics(before, after)
+    return deltas["score"], per_task, incomplete
+
+
+def _compare_metrics(before: list[EpisodeResult], after: list[EpisodeResult]) -> tuple[dict[str, float], list[dict[str, Any]], list[str]]:
     """Δ score and Δ success over tasks completed in both runs; env errors are reported, never scored."""
     per_task, incomplete, diffs, solves = [], [], [], []
     for b, a in zip(before, after):
