@@ -2,7 +2,9 @@
 
 Runs the default harness on every task of a split (embedded generator or original data)
 and prints success overall and per type, the quantity the sim's flaw rates are tuned for.
-Usage: python benchmarks/calibrate_sim.py [--data-dir ../shared/data/dbbench] [--backend sqlite|mariadb|mysql://…]
+With ``--target`` it measures another target the same way (e.g. the trained real one of
+issue 12), the baseline half of calibrating the sim against it (``docs/sim_dbbench.md``).
+Usage: python benchmarks/calibrate_sim.py [--data-dir ../shared/data/dbbench] [--backend sqlite|mariadb|mysql://…] [--target sim]
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--split", default="test")
     ap.add_argument("--backend", default=None, help="world backend (default: sqlite; 'mariadb' with --data-dir)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--target", default="sim", help="target to measure (default: sim)")
     args = ap.parse_args(argv)
 
     from harness_gym.evaluation.benchmarks import get_benchmark
@@ -27,14 +30,14 @@ def main(argv: list[str] | None = None) -> int:
     spec = get_benchmark("dbbench")
     tasks = spec.load_tasks(args.split, Path(args.data_dir) if args.data_dir else None)
     args.backend = args.backend or spec.backend_for(args.data_dir)
-    ev = Evaluator(spec, make_backend("sim"), world_backend=args.backend)
+    ev = Evaluator(spec, make_backend(args.target), world_backend=args.backend)
     results = ev.evaluate(spec.default_harness(), tasks, [args.seed + i for i in range(len(tasks))])
     ev.close()
     by_type: dict[str, list[float]] = defaultdict(list)
     for r in results:
         by_type["SELECT" if r.task_type not in ("INSERT", "UPDATE") else r.task_type].append(r.reward)
     source = args.data_dir or "embedded generator"
-    print(f"sim baseline on {source} split={args.split} backend={args.backend.split('@')[-1]}: "
+    print(f"{args.target} baseline on {source} split={args.split} backend={args.backend.split('@')[-1]}: "
           f"success {sum(r.reward for r in results) / len(results):.1%} over {len(results)} tasks "
           f"({sum(r.is_env_error for r in results)} env errors)")
     for kind, rewards in sorted(by_type.items()):

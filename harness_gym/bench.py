@@ -86,6 +86,9 @@ def run_bench(
                             "patch_valid": sinfo["patch_valid"], "patch_error": sinfo["patch_error"],
                             "baseline_score": sinfo["baseline_score"], "patched_score": sinfo["patched_score"],
                             "delta": sinfo["delta"], "heldout_delta": sinfo.get("heldout_delta"),
+                            "metric": sinfo.get("metric"), "delta_score": sinfo.get("delta_score"),
+                            "delta_success": sinfo.get("delta_success"), "baseline_success": sinfo.get("baseline_success"),
+                            "patched_success": sinfo.get("patched_success"),
                             "incomplete": sinfo.get("incomplete", []), "batch_digest": info["batch_digest"],
                             "batch": info["batch"], "harness_version": sinfo["harness_version"], "patch": patch,
                             "cost": {"rollouts": after["episodes_run"] - before["episodes_run"],
@@ -125,13 +128,16 @@ def summarize(rows: BenchRows, env_id: str) -> list[dict[str, Any]]:
     for name, rs in rows.by_policy(env_id).items():
         rewards = [r["reward"] for r in rs]
         valid = [r for r in rs if r["patch_valid"]]
+        # baseline/patched in the unit Δ_B is measured in (rows written before the metric existed: score)
+        unit = "success" if rs[0].get("metric") == "success" and rs[0].get("baseline_success") is not None else "score"
         held = [r["heldout_delta"] for r in rs if r.get("heldout_delta") is not None]
         # same-batch minus held-out Δ, paired per episode: the transductive overfitting gap
         gap = [r["delta"] - r["heldout_delta"] for r in rs if r.get("heldout_delta") is not None and r.get("delta") is not None]
         table.append({
             "policy": name, "n": len(rs), "delta": mean_ci(rewards), "valid_rate": len(valid) / len(rs) if rs else 0.0,
-            "baseline": sum(r["baseline_score"] for r in rs) / len(rs),
-            "patched": sum(r["patched_score"] for r in valid) / len(valid) if valid else float("nan"),
+            "metric": unit,
+            "baseline": sum(r[f"baseline_{unit}"] for r in rs) / len(rs),
+            "patched": sum(r[f"patched_{unit}"] for r in valid) / len(valid) if valid else float("nan"),
             "heldout": mean_ci(held) if held else None,
             "gap": mean_ci(gap) if gap else None,
             "rollouts": _cost(rs, "rollouts"), "target_calls": _cost(rs, "target_calls"),
@@ -155,7 +161,8 @@ def render_table(rows: BenchRows, env_id: str) -> str:
              for t in table]
     widths = [max(len(h), *(len(row[i]) for row in lines)) for i, h in enumerate(heads)]
     fmt = lambda cells: "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths)) + " |"  # noqa: E731
-    out = [f"## {env_id}", fmt(heads), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
+    title = f"## {env_id}" + (" (Δ_B, baseline, patched: share solved)" if table and table[0]["metric"] == "success" else "")
+    out = [title, fmt(heads), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
     out += [fmt(row) for row in lines]
     return "\n".join(out)
 

@@ -29,6 +29,8 @@ def make_parser() -> argparse.ArgumentParser:
     b.add_argument("--heldout-batch-size", type=int, default=None)
     b.add_argument("--data-dir", default=None, help="original task data (default: the embedded generator)")
     b.add_argument("--backend", default=None, help="world backend, e.g. sqlite, mysql://user:pass@host:port or docker[?network=host]")
+    b.add_argument("--metric", choices=("score", "success"), default=None,
+                   help="what Δ_B measures: mean score or share solved (default: the benchmark's; success on WebShop)")
     b.add_argument("--no-progress", action="store_true")
     b.add_argument("--no-plot", action="store_true")
 
@@ -96,6 +98,7 @@ def _bench(args: argparse.Namespace) -> int:
     kwargs = {k: v for k, v in {
         "target": args.target, "split": args.split, "batch_size": args.batch_size,
         "heldout_batch_size": args.heldout_batch_size, "data_dir": args.data_dir, "backend": args.backend,
+        "metric": args.metric,
     }.items() if v is not None}
     rows = run_bench(env_ids, policies, args.episodes, args.out, resume=args.resume, seed=args.seed,
                      env_kwargs=kwargs, progress=not args.no_progress)

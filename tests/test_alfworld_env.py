@@ -78,7 +78,8 @@ def test_stage_patch_gives_a_positive_delta_with_ci_above_zero() -> None:
     finally:
         env.close()
     ci = mean_ci(deltas)
-    assert ci.lo > 0 and 0.05 <= ci.mean <= 0.2, ci
+    # refusals that name the destination also correct a misread goal (issue 13): up to +0.3
+    assert ci.lo > 0 and 0.05 <= ci.mean <= 0.3, ci
 
 
 def test_template_detects_signatures_and_writes_valid_generic_hooks() -> None:

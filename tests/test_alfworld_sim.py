@@ -66,10 +66,13 @@ def test_stage_patch_repairs_fixable_flaws_deterministically(unseen_baseline: li
     gain = sum(y.reward - x.reward for x, y in zip(a, b)) / 60
     assert 0.03 <= gain <= 0.25, gain
     assert [r.reward for r in b] == [r.reward for r in b2]
-    # intrinsic flaws stay unfixed
+    # premature "done" stays unfixed; a misread destination only by a refusal that names the right one
     for task, x, y in zip(tasks, a, b):
         p = Persona.draw(task, x.seed)
-        if {"misread_goal", "premature_done"} & p.flaws:
+        corrected = any(e.get("kind") == "hook" and (e.get("effect") or {}).get("type") == "block_and_prompt"
+                        and task.destination_type and task.destination_type in str((e.get("effect") or {}).get("message", ""))
+                        for e in y.events)
+        if "premature_done" in p.flaws or ("misread_goal" in p.flaws and not corrected):
             assert not y.success
 
 

@@ -81,7 +81,8 @@ def test_info_fields_and_cached_repeat(env_id: str) -> None:
         assert sinfo["harness_version"] != info["harness_version"]
         assert len(sinfo["per_task"]) == 4
         assert {"task_id", "baseline_reward", "patched_reward", "baseline_status", "patched_status"} <= set(sinfo["per_task"][0])
-        assert reward == pytest.approx(sinfo["patched_score"] - sinfo["baseline_score"])
+        m = sinfo["metric"]  # WebShop: success (Harness-R1's delta_pass_rate), else score
+        assert reward == pytest.approx(sinfo[f"patched_{m}"] - sinfo[f"baseline_{m}"])
         run = env.unwrapped.report()["episodes_run"]
         env.reset(seed=1)
         _, reward2, _, _, _ = env.step(patch)  # same patch, same batch: 0 rollouts

@@ -170,8 +170,8 @@ def _score(env: gym.Env, base: Harness, cands: list[Any]) -> list[dict[str, Any]
             continue
         d_out, per_out, inc_out = heldout_delta(env, base, c.harness)
         per_in = ins["per_task"]
-        out.append({
-            "delta_in": float(ins["reward"]), "delta_out": float(d_out),
+        out.append({  # δ_in in mean score like δ_out, whatever the env's metric (WebShop's default is success)
+            "delta_in": float(ins.get("delta_score", ins["reward"])), "delta_out": float(d_out),
             "fixed_in": sum(1 for t in per_in if t["patched_reward"] > t["baseline_reward"]),
             "broken_in": sum(1 for t in per_in if t["patched_reward"] < t["baseline_reward"]),
             "per_task_in": per_in, "per_task_out": per_out,

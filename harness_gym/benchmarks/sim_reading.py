@@ -13,13 +13,76 @@ others, and every extra piece of advice slightly raises its chance of being dist
   per-episode uniform draw (common random numbers across harness versions);
 - distraction probability grows with the amount of advice (``cost_per_unit`` per unit,
   more for generic units that name no concept, capped): generic advice costs a little.
+
+Advice is read as a model would: a unit counts for a concept only when it is *actionable in
+the current state*. Each sim sets ``ground(unit, concept)``, which looks at the observable
+state (the page's clickables and option values, the table's columns, the room's receptacles
+and admissible commands) and says whether the unit names something the agent can act on
+now — an action, a value or column it can use, a check it can run. A unit whose content
+words are all trigger words of the sim's own concept patterns (``vocabulary``) never
+counts, whatever the state: repeating "backtick cast" teaches a model nothing.
 """
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from harness_gym.types import Message
+
+# words that carry no instruction on their own (dropped before the trigger-word test)
+STOPWORDS = frozenset(
+    "the and for with that this these those you your are was were not all any its into from then than when "
+    "have has had but before after can may must should will would could also only just very more most each "
+    "every one two out off its it's them they their there here what which who how why about over under"
+    .split()
+)
+_WORD = re.compile(r"[a-z][a-z'\-]{2,}")
+
+
+def vocabulary(concepts: dict[str, re.Pattern[str]]) -> frozenset[str]:
+    """Every literal word (3+ letters) of the concept patterns: the sim's trigger words.
+
+    Stems cut by a regex suffix (``select\\w*``, ``colou?r``) are kept as stems;
+    ``trigger_only`` matches a word to a stem by prefix.
+    """
+    words: set[str] = set()
+    for pattern in concepts.values():
+        source = re.sub(r"\\.", " ", pattern.pattern)  # drop escapes (\b, \w, \d)
+        for w in re.findall(r"[A-Za-z]{3,}", source):
+            words.add(w.lower())
+    return frozenset(words)
+
+
+def _in_vocab(word: str, vocab: frozenset[str]) -> bool:
+    w = word.strip("'-")
+    if w in vocab:
+        return True
+    return any(w.startswith(v) or (len(w) >= 4 and v.startswith(w)) for v in vocab if len(v) >= 3)
+
+
+_CODE = re.compile(r"`[^`]+`|'[^']+'|\"[^\"]+\"|\b[A-Z]{3,}\b|\d")
+
+
+def trigger_only(unit: str, vocab: frozenset[str]) -> bool:
+    """True when every content word of ``unit`` is one of the sim's trigger words.
+
+    Quoted or backticked text, SQL written in capitals and numbers are things the agent
+    can copy, never mere trigger words.
+    """
+    if _CODE.search(unit):
+        return False
+    words = [w for w in _WORD.findall(unit.lower()) if w not in STOPWORDS]
+    return bool(words) and all(_in_vocab(w, vocab) for w in words)
+
+
+def mentions(text: str, phrase: str) -> bool:
+    """``phrase`` occurs in ``text`` as whole words (case-insensitive)."""
+    phrase = phrase.strip().lower()
+    if not phrase:
+        return False
+    return re.search(r"(?<![a-z0-9])" + re.escape(phrase) + r"(?![a-z0-9])", text.lower()) is not None
+
 
 TIPS_HEADERS = ("Some tips that may help for this task:", "Additional reusable tool-use hint from the harness:")
 LONG_UNIT = 600
@@ -28,6 +91,14 @@ LONG_UNIT = 600
 @dataclass
 class Advice:
     units: list[str] = field(default_factory=list)
+    # set by the sim from the current state: does this unit name something actionable for the concept?
+    ground: Callable[[str, str], bool] | None = None
+    vocab: frozenset[str] = frozenset()
+
+    def actionable(self, unit: str, concept: str) -> bool:
+        if self.vocab and trigger_only(unit, self.vocab):
+            return False
+        return self.ground is None or self.ground(unit, concept)
 
     @classmethod
     def read(cls, messages: list[Message], base_system_prompt: str, ignore: tuple[str, ...] = ()) -> "Advice":
@@ -57,11 +128,11 @@ class Advice:
         self.units.append(text)
 
     def weight(self, concept: str, concepts: dict[str, re.Pattern[str]]) -> float:
-        """The best weight any unit gives ``concept`` (0 when no unit mentions it)."""
+        """The best weight any actionable unit gives ``concept`` (0 when none mentions it)."""
         best = 0.0
         pattern = concepts[concept]
         for unit in self.units:
-            if not pattern.search(unit):
+            if not pattern.search(unit) or not self.actionable(unit, concept):
                 continue
             k = sum(1 for p in concepts.values() if p.search(unit))
             w = min(1.0, 2.0 / k)

@@ -5,6 +5,15 @@ from dataclasses import dataclass
 
 from harness_gym.errors import ConfigError
 
+METRICS = ("score", "success")
+# What Harness-R1 scored patches by: WebShop's stored evaluation reports ``reward_metric: delta_pass_rate``
+# (Δ of the share of tasks with reward 1.0); DBBench and ALFWorld rewards are 0/1, so score == success.
+DEFAULT_METRIC = {"webshop": "success"}
+
+
+def default_metric(benchmark: str) -> str:
+    return DEFAULT_METRIC.get(benchmark, "score")
+
 
 @dataclass(frozen=True)
 class EnvConfig:
@@ -25,6 +34,7 @@ class EnvConfig:
     executor: str = "local"  # "local", "ray" or "ray://host:port"
     sandbox_isolation: str | None = None  # None: the strongest that works here (bwrap > unshare > process)
     sandbox_timeout_s: float = 2.0  # per hook call, enforced from outside the worker
+    metric: str | None = None  # "score" (mean reward) or "success" (share with reward 1.0); None: the benchmark's default
 
     def __post_init__(self) -> None:
         for name in ("batch_size", "max_edits", "concurrency"):
@@ -36,6 +46,8 @@ class EnvConfig:
             raise ConfigError(f"executor={self.executor!r}: expected 'local', 'ray' or 'ray://host:port'")
         if self.heldout_batch_size < 0 or self.retries < 0:
             raise ConfigError("heldout_batch_size and retries must be >= 0")
+        if self.metric is not None and self.metric not in METRICS:
+            raise ConfigError(f"metric={self.metric!r}: expected one of {list(METRICS)} (or None for the benchmark's default)")
         if self.invalid_patch_reward > 0:
             raise ConfigError(
                 f"invalid_patch_reward={self.invalid_patch_reward}: must be <= 0 (a no-op patch scores 0; an invalid one must not beat it)"

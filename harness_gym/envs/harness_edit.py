@@ -12,8 +12,12 @@ Action
     Text: Harness-R1 patch JSON, a unified diff over the harness files, or a Python module
     defining hooks (auto-detected).
 Reward
-    ``mean(patched) − mean(baseline)`` over the batch's completed tasks; an invalid patch
-    scores ``invalid_patch_reward`` (below a no-op's 0) without any rollout.
+    The change of the env's ``metric`` over the batch's completed tasks: ``"score"``, the
+    mean reward, or ``"success"``, the share of tasks with reward 1.0 (Harness-R1's
+    ``delta_pass_rate``). The default is the benchmark's: ``success`` on WebShop (what
+    Harness-R1 scored WebShop patches by), ``score`` elsewhere (0/1 rewards: the same
+    number). ``info`` always reports both (``delta_score``, ``delta_success``). An invalid
+    patch scores ``invalid_patch_reward`` (below a no-op's 0) without any rollout.
 Termination
     After ``max_edits`` patches (1 = Harness-R1's single step; >1 = Co-Harness-style
     sequential editing where each valid patch becomes the new base).
@@ -28,7 +32,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from harness_gym.envs.config import EnvConfig
+from harness_gym.envs.config import EnvConfig, default_metric
 from harness_gym.envs.spaces import MAX_OBSERVATION_CHARS, FreeText
 from harness_gym.errors import ConfigError, PatchError
 from harness_gym.evaluation.benchmarks import get_benchmark
@@ -55,6 +59,7 @@ class HarnessEditEnv(gym.Env):
         cfg = self.config
         self.spec_ = get_benchmark(cfg.benchmark)
         self.split = cfg.split or self.spec_.default_split
+        self.metric = cfg.metric or default_metric(cfg.benchmark)
         self.backend = cfg.backend or self.spec_.backend_for(cfg.data_dir)
         if self.split not in self.spec_.splits:
             raise ConfigError(f"split={self.split!r}: expected one of {list(self.spec_.splits)} for {cfg.benchmark}")
@@ -139,6 +144,8 @@ class HarnessEditEnv(gym.Env):
             "batch": [t.task_id for t in self._batch],
             "batch_digest": self.batch_digest,
             "baseline_score": _mean(self._base_results),
+            "baseline_success": _mean(self._base_results, "success"),
+            "metric": self.metric,
             "seeds": list(self._seeds),
         }
         return obs, info
@@ -157,11 +164,14 @@ class HarnessEditEnv(gym.Env):
             obs, packet = self._observe(base, self._base_results)
             bad: dict[str, Any] = {"patch_valid": False, "patch_error": str(exc), "harness_version": base.version,
                                    "base_harness_version": base.version, "baseline_score": _mean(self._base_results),
-                                   "patched_score": None, "delta": None, "per_task": [], "packet": packet.to_dict()}
+                                   "baseline_success": _mean(self._base_results, "success"), "patched_score": None,
+                                   "patched_success": None, "delta": None, "delta_score": None, "delta_success": None,
+                                   "metric": self.metric, "per_task": [], "packet": packet.to_dict()}
             return obs, float(self.config.invalid_patch_reward), terminated, False, bad
         batches = self.evaluator.evaluate_many([base, patched], self._batch, self._seeds)
         before, after = batches
-        delta, per_task, incomplete = _compare(before, after)
+        deltas, per_task, incomplete = _compare_metrics(before, after)
+        delta = deltas[self.metric]
         info: dict[str, Any] = {
             "patch_valid": True,
             "patch_error": None,
@@ -171,15 +181,22 @@ class HarnessEditEnv(gym.Env):
             "base_harness_version": base.version,
             "baseline_score": _mean(before),
             "patched_score": _mean(after),
+            "baseline_success": _mean(before, "success"),
+            "patched_success": _mean(after, "success"),
+            "metric": self.metric,
             "delta": delta,
-            "delta_ci": _ci(per_task),
+            "delta_score": deltas["score"],
+            "delta_success": deltas["success"],
+            "delta_ci": _ci(per_task, self.metric),
             "per_task": per_task,
             "incomplete": incomplete,
         }
         if self._heldout:
             hb, ha = self.evaluator.evaluate_many([base, patched], self._heldout, self._heldout_seeds)
-            h_delta, h_per_task, h_incomplete = _compare(hb, ha)
-            info.update(heldout_delta=h_delta, heldout_ci=_ci(h_per_task), heldout_incomplete=h_incomplete)
+            h_deltas, h_per_task, h_incomplete = _compare_metrics(hb, ha)
+            info.update(heldout_delta=h_deltas[self.metric], heldout_delta_score=h_deltas["score"],
+                        heldout_delta_success=h_deltas["success"], heldout_ci=_ci(h_per_task, self.metric),
+                        heldout_incomplete=h_incomplete)
         if self.config.max_edits > 1:
             self._base, self._base_results = patched, after
         obs, packet = self._observe(patched, after)
@@ -218,9 +235,10 @@ class HarnessEditEnv(gym.Env):
             if isinstance(item, str):
                 out.append({"patch_valid": False, "patch_error": item, "reward": float(self.config.invalid_patch_reward)})
             else:
-                delta, per_task, incomplete = _compare(runs[0], by_version[item.version])
-                out.append({"patch_valid": True, "patch_error": None, "reward": delta, "harness_version": item.version,
-                            "per_task": per_task, "incomplete": incomplete})
+                deltas, per_task, incomplete = _compare_metrics(runs[0], by_version[item.version])
+                out.append({"patch_valid": True, "patch_error": None, "reward": deltas[self.metric],
+                            "delta_score": deltas["score"], "delta_success": deltas["success"],
+                            "harness_version": item.version, "per_task": per_task, "incomplete": incomplete})
         return out
 
     def report(self) -> dict[str, Any]:
@@ -237,14 +255,25 @@ class HarnessEditEnv(gym.Env):
         return render_observation(packet, harness, max_chars=self.observation_space.max_length), packet
 
 
-def _mean(results: list[EpisodeResult]) -> float:
-    done = [r.reward for r in results if not r.is_env_error]
+def solved(reward: float) -> float:
+    """Harness-R1's pass: reward 1.0 (``reward_threshold``)."""
+    return 1.0 if reward >= 1.0 else 0.0
+
+
+def _mean(results: list[EpisodeResult], metric: str = "score") -> float:
+    done = [r.reward if metric == "score" else solved(r.reward) for r in results if not r.is_env_error]
     return sum(done) / len(done) if done else 0.0
 
 
 def _compare(before: list[EpisodeResult], after: list[EpisodeResult]) -> tuple[float, list[dict[str, Any]], list[str]]:
-    """Δ over tasks completed in both runs; env errors are reported, never scored."""
-    per_task, incomplete, diffs = [], [], []
+    """Δ mean score over tasks completed in both runs (as ``_compare_metrics``, score only)."""
+    deltas, per_task, incomplete = _compare_metrics(before, after)
+    return deltas["score"], per_task, incomplete
+
+
+def _compare_metrics(before: list[EpisodeResult], after: list[EpisodeResult]) -> tuple[dict[str, float], list[dict[str, Any]], list[str]]:
+    """Δ score and Δ success over tasks completed in both runs; env errors are reported, never scored."""
+    per_task, incomplete, diffs, solves = [], [], [], []
     for b, a in zip(before, after):
         row = {"task_id": b.task_id, "baseline_reward": b.reward, "patched_reward": a.reward,
                "baseline_status": b.status, "patched_status": a.status}
@@ -253,11 +282,13 @@ def _compare(before: list[EpisodeResult], after: list[EpisodeResult]) -> tuple[f
             incomplete.append(b.task_id)
         else:
             diffs.append(a.reward - b.reward)
-    delta = sum(diffs) / len(diffs) if diffs else 0.0
-    return delta, per_task, incomplete
+            solves.append(solved(a.reward) - solved(b.reward))
+    deltas = {"score": sum(diffs) / len(diffs) if diffs else 0.0, "success": sum(solves) / len(solves) if solves else 0.0}
+    return deltas, per_task, incomplete
 
 
-def _ci(per_task: list[dict[str, Any]]) -> list[float]:
+def _ci(per_task: list[dict[str, Any]], metric: str = "score") -> list[float]:
     rows = [r for r in per_task if "env_error" not in (r["baseline_status"], r["patched_status"])]
-    ci = paired_ci([r["baseline_reward"] for r in rows], [r["patched_reward"] for r in rows])
+    f = (lambda x: x) if metric == "score" else solved  # noqa: E731
+    ci = paired_ci([f(r["baseline_reward"]) for r in rows], [f(r["patched_reward"]) for r in rows])
     return [ci.lo, ci.hi]

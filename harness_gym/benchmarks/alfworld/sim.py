@@ -30,7 +30,7 @@ from harness_gym.benchmarks.alfworld.tasks import (
     AlfTask,
     kind,
 )
-from harness_gym.benchmarks.sim_reading import Advice
+from harness_gym.benchmarks.sim_reading import Advice, mentions, vocabulary
 from harness_gym.types import Message, ToolCall, assistant_message
 
 CONCEPTS: dict[str, re.Pattern[str]] = {
@@ -50,7 +50,10 @@ FLAWS = {
     "misread_goal": 0.20, "poor_search": 0.25, "premature_done": 0.18,
 }
 INTRINSIC = ("misread_goal", "poor_search", "premature_done")
-RESPONSIVENESS = 0.55  # chance a focused, relevant hint or block is followed
+VOCAB = vocabulary(CONCEPTS)
+RESPONSIVENESS = 0.55  # chance a focused, relevant hint is followed
+BLOCK_RESPONSIVENESS = 0.9  # chance a refusal whose message names what to do instead is followed
+MAX_SAME_BLOCK = 2     # a refused command is retried at most once; then the agent does something else
 SELF_FIX = 0.35        # chance the agent fixes a "Nothing happens." on its own
 MOVE_GRAMMAR_SLIP = 0.45  # in the 2024 grammar, the classic-trained agent writes `put` this often
 DONE_TEXT = "I have completed the task."
@@ -89,7 +92,9 @@ class Persona:
         if "skip_transform" in flaws:
             flaws.discard("transform_loop")
         u = {k: rng.random() for k in (*CONCEPTS, "self_fix", "distraction", "move_slip", "misread")}
-        return cls(frozenset(flaws), u, rng.randrange(2**31))
+        seed = rng.randrange(2**31)
+        u["block"] = rng.random()  # drawn last: the earlier draws (and the no-hook baseline) stay as they were
+        return cls(frozenset(flaws), u, seed)
 
 
 def _applicable(flaw: str, task: AlfTask) -> bool:
@@ -119,6 +124,7 @@ class View:
     admissible: list[str]
     steps: list[tuple[str, str]] = field(default_factory=list)  # (my action, observation) executed
     blocked: list[str] = field(default_factory=list)
+    refusals: list[tuple[str, str]] = field(default_factory=list)  # (refused command, the hook's message)
     last: tuple[str, str] | None = None  # my last action and what came back (NOT_EXECUTED for blocks)
     advice: Advice = field(default_factory=Advice)
 
@@ -139,10 +145,13 @@ class View:
                     pending = str(call.arguments.get("action", ""))
                 else:
                     view.last = (str(msg.get("content") or ""), "")
+            elif role == "user" and view.refusals and not view.refusals[-1][1] and view.last and view.last[1] == NOT_EXECUTED:
+                view.refusals[-1] = (view.refusals[-1][0], str(msg.get("content") or ""))
             elif role == "tool" and pending:
                 text = str(msg.get("content") or "")
                 if text == NOT_EXECUTED:
                     view.blocked.append(pending)
+                    view.refusals.append((pending, ""))
                     view.last = (pending, NOT_EXECUTED)
                 else:
                     obs, _, adm = text.partition(_SPLIT)
@@ -158,7 +167,9 @@ class View:
 def respond(request: ChatRequest) -> Message:
     task: AlfTask = request.knowledge
     seed = int(request.meta.get("episode_seed", 0))
-    agent = _Agent(task, Persona.draw(task, seed), View.read(request.messages), int(request.meta.get("round", 0)))
+    view = View.read(request.messages)
+    agent = _Agent(task, Persona.draw(task, seed), view, int(request.meta.get("round", 0)))
+    view.advice.vocab, view.advice.ground = VOCAB, agent.grounds
     return agent.act()
 
 
@@ -177,7 +188,51 @@ class _Agent:
         return flaw in self.p.flaws
 
     def follows(self, concept: str) -> bool:
-        return self.v.advice.follows(concept, CONCEPTS, self.p.u[concept], RESPONSIVENESS)
+        return self.v.advice.follows(concept, CONCEPTS, self.p.u[concept], RESPONSIVENESS) or self.told_by_block(concept)
+
+    def told_by_block(self, concept: str) -> bool:
+        units = [m for _, m in self.v.refusals if m]
+        return bool(units) and Advice(units, ground=self.grounds, vocab=VOCAB).follows(
+            concept, CONCEPTS, self.p.u["block"], BLOCK_RESPONSIVENESS)
+
+    def kinds_here(self) -> set[str]:
+        """Receptacle and object types the agent has seen in this room."""
+        return {kind(r) for r in self.t.receptacles} | {kind(o) for o in self.t.object_at} | {self.target, self.dest} - {""}
+
+    def grounds(self, unit: str, concept: str) -> bool:
+        """Does ``unit`` name something actionable here: an admissible command, a receptacle or
+        object type of this room, the task's object or destination, the action list?"""
+        if any(mentions(unit, k) for k in self.kinds_here()):
+            return True
+        if any(mentions(unit, a) for a in self.v.admissible if len(a) > 4):
+            return True
+        if concept == "admissible":
+            return any(mentions(unit, w) for w in ("in/on", "list", "listed", "move", "put"))
+        return concept == "lamp" and any(mentions(unit, lamp) for lamp in S.LAMPS)
+
+    def told(self) -> dict[str, str]:
+        """What refusals told the agent to do instead, when it complies: the destination type,
+        the object type, or the transform, as named in a block message about that command."""
+        out: dict[str, str] = {}
+        if self.p.u["block"] >= BLOCK_RESPONSIVENESS:
+            return out
+        rec_kinds = {kind(r) for r in self.t.receptacles}
+        for cmd, msg in self.v.refusals:
+            if not msg:
+                continue
+            words = cmd.split()
+            head = words[0] if words else ""
+            named_recs = [k for k in rec_kinds if mentions(msg, k)]
+            if head in ("put", "move"):
+                rec = cmd.split(" to ")[-1] if head == "move" else cmd.split(" in/on ")[-1].split(" in ")[-1].split(" on ")[-1]
+                if self.transform and (mentions(msg, self.transform) or mentions(msg, APPLIANCE_OF[self.transform])):
+                    out["transform"] = self.transform
+                others = [k for k in named_recs if k != kind(rec) and k != APPLIANCE_OF.get(self.transform)]
+                if others:
+                    out["dest"] = others[0]
+            if head in ("take", "put", "move") and mentions(msg, self.target):
+                out["target"] = self.target
+        return out
 
     def active(self, flaw: str, concept: str) -> bool:
         """A fixable flaw is active unless relevant advice has been followed."""
@@ -185,6 +240,8 @@ class _Agent:
 
     # --- beliefs ---------------------------------------------------------------------
     def my_dest(self) -> str:
+        if "dest" in self.told():
+            return self.told()["dest"]
         d = self.dest
         similar = [t for t in S.SIMILAR_RECEPTACLE.get(d, ()) if any(kind(r) == t for r in self.t.receptacles)]
         if self.has("misread_goal"):
@@ -200,12 +257,12 @@ class _Agent:
     def acceptable(self) -> set[str]:
         ok = {self.target}
         sub = S.SIMILAR_OBJECT.get(self.target)
-        if sub and self.active("substitute_object", "target_object"):
+        if sub and self.active("substitute_object", "target_object") and "target" not in self.told():
             ok.add(sub)
         return ok
 
     def needs_transform(self) -> bool:
-        return bool(self.transform) and not self.active("skip_transform", "transform")
+        return bool(self.transform) and (not self.active("skip_transform", "transform") or "transform" in self.told())
 
     def done_ok(self, obj: str) -> bool:
         return not self.needs_transform() or STATE_OF[self.transform] in self.t.transformed.get(obj, set())
@@ -227,7 +284,24 @@ class _Agent:
         cmd, thought = self.plan()
         if cmd is None:
             return assistant_message(DONE_TEXT)
-        return self._do(self._phrase(cmd), thought)
+        cmd = self._phrase(cmd)
+        if self.v.blocked.count(cmd) >= MAX_SAME_BLOCK:
+            cmd, thought = self._instead(cmd)
+        return self._do(cmd, thought)
+
+    def _instead(self, refused: str) -> tuple[str, str]:
+        """Something else admissible than a command refused twice: another receptacle, the next place to search."""
+        t = self.t
+        options = [a for a in self.v.admissible if a.startswith("go to ") and a[6:] != t.location
+                   and self.v.blocked.count(a) < MAX_SAME_BLOCK]
+        order = self._search_order(self.my_dest() if t.inventory else self.target)
+        for rec in order:
+            if f"go to {rec}" in options and rec not in t.visited:
+                return f"go to {rec}", "That was refused; let me try somewhere else."
+        for rec in order:
+            if f"go to {rec}" in options:
+                return f"go to {rec}", "That was refused; let me try somewhere else."
+        return ("look" if refused != "look" else "inventory"), "That was refused; let me look around."
 
     def _fixes_nothing(self) -> bool:
         return self.p.u["self_fix"] < SELF_FIX or self.follows("admissible")

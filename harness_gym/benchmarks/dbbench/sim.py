@@ -10,16 +10,17 @@ the sim reacts to blocks, hints and errors.
 from __future__ import annotations
 
 import hashlib
+import json
 import random
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
 from harness_gym.models.base import ChatRequest
 from harness_gym.benchmarks.dbbench.ctx import answer_shape, parse_rows
 from harness_gym.benchmarks.dbbench.tasks import DBTask
-from harness_gym.benchmarks.sim_reading import Advice
+from harness_gym.benchmarks.sim_reading import Advice, mentions, vocabulary
 from harness_gym.types import Message, ToolCall, assistant_message
 
 CONCEPTS: dict[str, re.Pattern[str]] = {
@@ -38,7 +39,15 @@ SELECT_FLAWS = {"commit_before_sql": 0.05, "unquoted_identifiers": 0.18, "paraph
                 "numbers_as_text": 0.25, "verbose_answer": 0.05, "misread_question": 0.16}
 MUTATION_FLAWS = {"commit_before_mutation": 0.08, "wrong_value_format": 0.18, "unquoted_identifiers": 0.14,
                   "wrong_row": 0.08}
+VOCAB = vocabulary(CONCEPTS)
 RESPONSIVENESS = 0.65  # chance a focused, relevant hint is followed
+BLOCK_RESPONSIVENESS = 0.95  # chance a block whose message names an actionable fix is followed
+MAX_SAME_BLOCK = 2     # a refused call is retried at most once; then the sim does something else
+# SQL the agent can run or copy: backticked names, functions and clauses written as code, tool names
+_SCHEMA_WORDS = ("column", "columns", "table", "tables", "identifier", "identifiers", "value", "values", "row", "rows",
+                 "number", "numbers", "result", "results", "query", "answer", "answers", "statement", "error")
+_SQL_CODE = re.compile(r"`[^`]+`|\b(?:CAST|SELECT|WHERE|LIKE|DISTINCT|INSERT|UPDATE|LIMIT|ORDER BY|GROUP BY|COUNT|LOWER|"
+                       r"UPPER|TRIM|DECIMAL)\b|\+ ?0\b|'%|execute_sql|commit_final_answer")
 SELF_FIX = 0.25        # chance the sim fixes an error or empty result on its own
 STUBBORN = 0.5         # after an unfixed error: repeat the same SQL (else give up and commit)
 
@@ -69,7 +78,7 @@ class Persona:
         for name, p in table.items():
             if rng.random() < p and _applicable(name, reference, task):
                 flaws.add(name)
-        u = {k: rng.random() for k in (*CONCEPTS, "self_fix", "stubborn", "distraction", "misread")}
+        u = {k: rng.random() for k in (*CONCEPTS, "self_fix", "stubborn", "distraction", "misread", "block")}
         return cls(frozenset(flaws), u)
 
 
@@ -134,10 +143,11 @@ class History:
     commits_blocked: list[str]       # block messages returned for commit calls
     sql_blocked: list[str]           # block messages returned for execute_sql calls
     advice: Advice
+    refused: list[tuple[str, str]] = field(default_factory=list)  # (tool, canonical arguments) of refused calls
 
     @classmethod
     def read(cls, messages: list[Message]) -> "History":
-        sql, cblocked, sblocked = [], [], []
+        sql, cblocked, sblocked, refused = [], [], [], []
         pending: dict[str, ToolCall] = {}
         text_only = "You must call a tool! NEVER respond with only text."
         advice = Advice.read(messages, _base_prompt(), ignore=(text_only,))
@@ -155,12 +165,18 @@ class History:
                 if call.name == "commit_final_answer":
                     cblocked.append(text)
                     advice.add(text)
+                    refused.append(_key(call.name, call.arguments))
                 elif _is_world_result(text):
                     sql.append((str(call.arguments.get("query", "")), text))
                 else:
                     sblocked.append(text)
                     advice.add(text)
-        return cls(sql, cblocked, sblocked, advice)
+                    refused.append(_key(call.name, call.arguments))
+        return cls(sql, cblocked, sblocked, advice, refused)
+
+
+def _key(tool: str, arguments: object) -> tuple[str, str]:
+    return tool, json.dumps(arguments, sort_keys=True)
 
 
 _DB_OUTPUT = re.compile(
@@ -186,7 +202,8 @@ def respond(request: ChatRequest) -> Message:
     persona = Persona.draw(task, int(request.meta.get("episode_seed", 0)), reference)
     hist = History.read(request.messages)
     agent = _Agent(task, reference, persona, hist, int(request.meta.get("round", 0)))
-    return agent.act()
+    hist.advice.vocab, hist.advice.ground = VOCAB, agent.grounds
+    return agent.guarded(agent.act())
 
 
 class _Agent:
@@ -195,7 +212,42 @@ class _Agent:
         self.flaws = set(persona.flaws)
 
     def follows(self, concept: str) -> bool:
-        return self.h.advice.follows(concept, CONCEPTS, self.p.u[concept], RESPONSIVENESS)
+        return self.h.advice.follows(concept, CONCEPTS, self.p.u[concept], RESPONSIVENESS) or self.told_by_block(concept)
+
+    def told_by_block(self, concept: str) -> bool:
+        """A refusal whose message names an actionable fix is followed far more often than a hint."""
+        units = self.h.commits_blocked + self.h.sql_blocked
+        return bool(units) and Advice(units, ground=self.grounds, vocab=VOCAB).follows(
+            concept, CONCEPTS, self.p.u["block"], BLOCK_RESPONSIVENESS)
+
+    def grounds(self, unit: str, concept: str) -> bool:
+        """Does ``unit`` name something the agent can use now: SQL it can run or copy, a tool,
+        the table or one of its columns (by name or as "column names"), a value, its last result?"""
+        if _SQL_CODE.search(unit):
+            return True
+        names = [n for n in (self.task.table_name, *self.task.columns) if len(n) >= 3]
+        if any(mentions(unit, n) for n in names):
+            return True
+        # the schema and results the agent sees, referred to generically ("column names that contain spaces")
+        return any(mentions(unit, w) for w in _SCHEMA_WORDS)
+
+    def guarded(self, reply: Message) -> Message:
+        """A call refused twice is not sent again: the agent does something else admissible —
+        looks at the stored rows once, then commits what its last good result returned."""
+        calls = reply.get("tool_calls") or []
+        if not calls:
+            return reply
+        call = ToolCall.from_message_call(calls[0])
+        if self.h.refused.count(_key(call.name, call.arguments)) < MAX_SAME_BLOCK:
+            return reply
+        look = f"SELECT * FROM `{self.task.table_name}` LIMIT 5"
+        if not any(q == look for q, _ in self.h.sql) and self.h.refused.count(_key("execute_sql", {"query": look})) == 0:
+            return self._sql(look, "That was refused twice; let me look at the stored rows.")
+        good = [r for q, r in self.h.sql if not _is_error(r) and r != "[]" and q != look]
+        values = ["" if v is None else _fmt(v) for r in (parse_rows(good[-1]) or [] if good else []) for v in r]
+        if _key("commit_final_answer", {"answers": values}) not in self.h.refused:
+            return self._commit(values, "Committing what my last query returned.")
+        return self._commit([], "I cannot do better than this.")
 
     # SQL the agent would write now, given which flaws are still active
     def planned_sql(self) -> str:

@@ -22,7 +22,7 @@ from pathlib import Path
 from rapidfuzz import fuzz
 
 from harness_gym.models.base import ChatRequest
-from harness_gym.benchmarks.sim_reading import Advice
+from harness_gym.benchmarks.sim_reading import Advice, mentions, vocabulary
 from harness_gym.benchmarks.webshop.catalog import Catalogue, get_catalog
 from harness_gym.benchmarks.webshop.products import Product
 from harness_gym.benchmarks.webshop.reward import goal_option_values
@@ -30,8 +30,8 @@ from harness_gym.benchmarks.webshop.tasks import WebShopTask
 from harness_gym.types import Message, ToolCall, assistant_message
 
 CONCEPTS: dict[str, re.Pattern[str]] = {
-    "select_options": re.compile(r"(select|choose|pick|click)\w*\b.{0,40}\b(option|colou?r|size|attribute|variant|flavor|scent)s?\b|required (option|attribute)|unselected|before (buying|you buy|buy now|purchas)", re.IGNORECASE),
-    "budget": re.compile(r"budget|too expensive|cheaper|over (the )?(price|limit)|price (limit|bound|cap)|costs? more than|exceeds? the price", re.IGNORECASE),
+    "select_options": re.compile(r"(select|choose|pick|click)\w*\b.{0,40}\b(option|colou?r|size|attribute|variant|flavor|scent)s?\b|required (option|attribute)|unselected|before (buying|you buy|buy now|purchas)|(select|choose|pick|click)\w* .{0,60}\b(before|then) .{0,25}\b(buy|purchas)", re.IGNORECASE),
+    "budget": re.compile(r"budget|too expensive|cheaper|over (the )?(price|limit)|price (limit|bound|cap)|costs? more than|exceeds? the price|above (the |your )?(limit|price|maximum)|price .{0,20}(above|over|higher than) ", re.IGNORECASE),
     "search_loop": re.compile(r"same (search|query|keywords)|search\w* (again|repeatedly|many times|several times)|stop searching|(different|simpler) (keywords|query)|search loop", re.IGNORECASE),
     "stall": re.compile(r"\bstuck\b|too long|make a decision|decide (now)?|stalled|stop browsing|(go ahead and|just) (buy|click .?buy now)|do not keep (reading|browsing)", re.IGNORECASE),
     "exact_click": re.compile(r"exact(ly)?\b.{0,40}\b(clickable|available|value)|available (actions|clickables)|not (a )?clickable|(valid|product) (click )?(id|value)s?\b|one of the clickables", re.IGNORECASE),
@@ -41,6 +41,12 @@ CONCEPTS: dict[str, re.Pattern[str]] = {
 
 FLAWS = {"skip_options": 0.18, "over_budget": 0.12, "near_miss": 0.30, "search_loop": 0.12, "stall": 0.09,
          "repeat_click": 0.06, "invalid_click": 0.08, "text_only": 0.06, "wrong_option": 0.18}
+VOCAB = vocabulary(CONCEPTS)
+NAV = ("buy now", "< prev", "back to search", "next >", "description", "features", "reviews")
+_NUMBER = re.compile(r"\$\s?\d|\b\d+(?:\.\d+)?\s*(?:dollars|usd)\b", re.IGNORECASE)
+_GO_BACK = re.compile(r"< ?prev|\bback\b|\bresults?\b|return to|another (product|item|one)|other (product|item)|cheaper|in-budget", re.IGNORECASE)
+_ASK_VALUES = re.compile(r"\b(select|choose|pick|click|set|set up)\w*\b.{0,60}\b(values?|options?|variants?|colou?rs?|sizes?|groups?|materials?|flavou?rs?)\b", re.IGNORECASE)
+MAX_SAME_BLOCK = 2  # a blocked call is retried at most once; then the sim does something else admissible
 RESPONSIVENESS = 0.7     # chance a focused, relevant hint is followed
 BLOCK_RESPONSIVENESS = 0.95  # chance a block that names the fix is followed
 TITLE_RESPONSIVENESS = 0.25  # near-miss picks are mostly intrinsic
@@ -88,6 +94,11 @@ class Turn:
     @property
     def action(self) -> str:
         return f"{'search' if self.tool == 'search_action' else 'click'}[{self.value}]" if self.tool else ""
+
+    @property
+    def rewritten(self) -> bool:
+        """A call a hook replaced: the world ran another action (and a hook spoke)."""
+        return bool(self.tool) and self.executed is not None and self.executed != self.action and bool(self.advice)
 
     @property
     def blocked(self) -> bool:
@@ -154,9 +165,11 @@ def respond(request: ChatRequest) -> Message:
     task: WebShopTask = request.knowledge
     persona = Persona.draw(task, int(request.meta.get("episode_seed", 0)))
     turns, obs, clickables, hook_texts = read_history(request.messages)
-    agent = _Shopper(task, get_catalog(task.catalog), persona, turns, obs, clickables,
-                     _advice(request, hook_texts), int(request.meta.get("round", 0)))
-    return agent.act()
+    advice = _advice(request, hook_texts)
+    agent = _Shopper(task, get_catalog(task.catalog), persona, turns, obs, clickables, advice,
+                     int(request.meta.get("round", 0)))
+    advice.vocab, advice.ground = VOCAB, agent.grounds
+    return agent.guarded(agent.act())
 
 
 def price_of(tag: str) -> float:
@@ -178,8 +191,30 @@ class _Shopper:
         return self.advice.follows(concept, CONCEPTS, self.p.u[concept], responsiveness)
 
     def told_by_block(self, concept: str) -> bool:
-        units = [a for t in self.turns if t.blocked for a in t.advice]
-        return Advice(units).follows(concept, CONCEPTS, self.p.u["block"], BLOCK_RESPONSIVENESS)
+        units = [a for t in self.turns if t.blocked or t.rewritten for a in t.advice]
+        return Advice(units, ground=self.grounds, vocab=VOCAB).follows(concept, CONCEPTS, self.p.u["block"], BLOCK_RESPONSIVENESS)
+
+    def grounds(self, unit: str, concept: str) -> bool:
+        """Does ``unit`` name something actionable now for ``concept``: a clickable, an option
+        value or group on this page or in the instruction, a price, a page to go to?"""
+        product = self.current_product()
+        groups = [g for g, _ in product.options] if product else []
+        values = [v for _, vals in product.options for v in vals] if product else []
+        values += goal_option_values(self.goal)
+        named = lambda *phrases: any(mentions(unit, x) for x in phrases)  # noqa: E731
+        if concept in ("select_options", "repeat_click"):
+            return named(*values, *groups) or (concept == "repeat_click" and named("buy now", "next option"))
+        if concept == "budget":
+            return bool(_NUMBER.search(unit)) or bool(_GO_BACK.search(unit)) or named("instruction")
+        if concept == "search_loop":
+            return named("result", "results", "next >", "product", "item", "click_action")
+        if concept == "stall":
+            return named("buy now", "back to search", "< prev", "click_action")
+        if concept == "exact_click":
+            return named("id", "ids", "product id", "clickables", "available actions", "click_action", "[product_id]")
+        if concept == "match_title":
+            return named("instruction", "brand", "keywords", *self.goal.get("attributes", []))
+        return False
 
     # --- actions ------------------------------------------------------------------------------
     def _call(self, tool: str, value: str, thought: str) -> Message:
@@ -257,10 +292,11 @@ class _Shopper:
         visible = self.visible_products()
         pick = self.choose(visible)
         page_no = sum(1 for t in self.turns if (t.executed or t.action) == "click[next >]")
-        if pick is None and page_no < MAX_PAGES and "next >" in self.clickables:
+        target_left = self.target is not None and self.target.asin in self.rejected()
+        if pick is None and page_no < MAX_PAGES and "next >" in self.clickables and not target_left:
             return self.click("next >", "The product is not on this page; let me see the next page.")
         if pick is None:
-            pick = self.fallback(visible)
+            pick = self.fallback([p for p in visible if p.asin not in self.rejected()])
         if pick is None:
             return self.search("Nothing relevant; let me search again.")
         invalid = sum(1 for t in self.turns if t.tool == "click_action" and t.value.lower() == pick.name.lower())
@@ -271,8 +307,26 @@ class _Shopper:
     def over_budget(self, p: Product) -> bool:
         return price_of(p.price_tag) > float(self.goal["price_upper"])
 
+    def rejected(self) -> set[str]:
+        """Products the sim left after a hook refused to let it buy them (it will not reopen them)."""
+        out, current, refused = set(), None, False
+        for t in self.turns:
+            act = t.executed or t.action
+            v = act[6:-1].strip().upper() if act.startswith("click[") else ""
+            if v in self.cat.products:
+                current, refused = v, False
+            elif (t.blocked or t.rewritten) and t.value.lower() == "buy now":
+                refused = True
+            elif act in ("click[< prev]", "click[back to search]") or act.startswith("search["):
+                if current and refused:
+                    out.add(current)
+                current, refused = None, False
+        return out
+
     def choose(self, visible: list[Product]) -> Product | None:
         target = self.target
+        rejected = self.rejected()
+        visible = [p for p in visible if p.asin not in rejected]
         if target is None or target not in visible:
             return None
         budget_told = self.follows("budget") or self.told_by_block("budget")
@@ -294,22 +348,24 @@ class _Shopper:
         ok = [p for p in visible if not self.over_budget(p)] or visible
         return max(ok, key=lambda p: (fuzz.token_set_ratio(p.name.lower(), instr), -visible.index(p)))
 
-    def wanted_options(self, product: Product) -> list[str]:
-        """Clickable values for the goal's options on this product (one per goal option)."""
+    def wanted_options(self, product: Product, intrinsic_only: bool = False, reread: bool = False) -> list[str]:
+        """Clickable values for the goal's options on this product (one per goal option);
+        ``intrinsic_only``: without advice-driven slips; ``reread``: after being sent back to the
+        instruction, without its misreading of an option either."""
         values = [v for _, vals in product.options for v in vals]
         out = []
         for g in goal_option_values(self.goal):
             best = max(values, key=lambda v: fuzz.token_set_ratio(v, g), default=None)
             if best is not None and fuzz.token_set_ratio(best, g) > 85 and best not in out:
                 out.append(best)
-        if "wrong_option" in self.flaws and out:
+        if "wrong_option" in self.flaws and out and not reread:
             i = int(self.p.u["pick"] * len(out)) % len(out)
             for _, vals in product.options:
                 if out[i] in vals and len(vals) > 1:
                     j = vals.index(out[i])
                     out[i] = vals[j + 1] if j + 1 < len(vals) else vals[j - 1]
                     break
-        if out and self.p.u["distraction"] < self.advice.distraction(CONCEPTS):
+        if out and not intrinsic_only and self.p.u["distraction"] < self.advice.distraction(CONCEPTS):
             out = out[:-1]  # a slip: one option forgotten
         return out
 
@@ -318,11 +374,14 @@ class _Shopper:
         if product is None:
             return self.click("buy now", "Buying this product.")
         here = self.turns_on_product()
-        blocked_buys = [t for t in here if t.blocked and t.value.lower() == "buy now"]
-        if self.over_budget(product) and blocked_buys and (self.told_by_block("budget") or self.follows("budget")):
-            return self.click("< prev", "This product is over my budget; let me go back to the results.")
-        clicked = [t.value.lower() for t in here if t.tool == "click_action"]
+        blocked_buys = [t for t in here if (t.blocked or t.rewritten) and t.value.lower() == "buy now"]
+        clicked = [(t.executed or t.action)[6:-1].strip().lower() for t in here
+                   if (t.executed or t.action).startswith("click[")]
         wanted = self.wanted_options(product)
+        if blocked_buys:
+            reply = self.under_block(product, blocked_buys, wanted, clicked)
+            if reply is not None:
+                return reply
         skip = "skip_options" in self.flaws and not self.follows("select_options") and not (
             blocked_buys and self.told_by_block("select_options"))
         if skip:
@@ -336,10 +395,78 @@ class _Shopper:
         if "stall" in self.flaws and not self.follows("stall") and not any(t.blocked for t in here):
             subs = [t.value for t in here if t.value in ("description", "features", "reviews")]
             return self.click(("description", "features", "reviews")[len(subs) % 3], "Let me read more about this product first.")
-        if blocked_buys and not self.told_by_block("select_options") and not self.told_by_block("budget") \
-                and len(blocked_buys) > len([t for t in here if t.value in ("features",)]):
-            return self.click("features", "The purchase did not go through; let me check the product details.")
         return self.click("buy now", "All options are selected; buying now.")
+
+    def under_block(self, product: Product, blocked_buys: list[Turn], wanted: list[str], clicked: list[str]) -> Message | None:
+        """A hook refused or replaced ``buy now`` on this page: do what its message and the page allow.
+
+        Select the goal options still missing, go back for another product when told to (or
+        when over budget), pick a value of an option group left empty; when nothing it can do
+        here answers the message, look once at the details, then leave the product for
+        another rather than repeating the refused click.
+        """
+        last = blocked_buys[-1]
+        message = " ".join(last.advice)
+        complies = self.p.u["block"] < BLOCK_RESPONSIVENESS
+        asks_options = complies and (bool(CONCEPTS["select_options"].search(message)) or bool(_ASK_VALUES.search(message))
+                                     or self.grounds(message, "select_options"))
+        asks_back = complies and (bool(_GO_BACK.search(message)) or bool(CONCEPTS["budget"].search(message)))
+        if self.over_budget(product) and (asks_back or self.follows("budget")):
+            return self.click("< prev", "This product is over my budget; let me go back to the results.")
+        selected: dict[str, str] = {}
+        for c in clicked:
+            for g, vals in product.options:
+                if c in (v.lower() for v in vals):
+                    selected[g] = c
+        if asks_options:  # first the values the message itself names (or a goal value it names)
+            goals = [g for g in goal_option_values(self.goal) if mentions(message, g)]
+            for g, vals in product.options:
+                named = [v for v in vals if mentions(message, v)]
+                named += [v for v in vals for gv in goals if fuzz.token_set_ratio(v, gv) > 85 and v not in named]
+                if named and selected.get(g) not in (v.lower() for v in named):
+                    return self.click(named[0], f"Selecting '{named[0]}', as the message says.")
+        if asks_options:
+            reread = mentions(message, "instruction") or mentions(message, "task")  # it checks the instruction again
+            for v in [w for w in self.wanted_options(product, intrinsic_only=True, reread=reread) if w not in clicked]:
+                return self.click(v, f"Selecting the option '{v}' first.")
+            empty = [vals for g, vals in product.options if g not in selected]
+            if empty and asks_back:
+                return self.click("< prev", "This product does not offer what the instruction asks for; back to the results.")
+            if empty:
+                pick = max(empty[0], key=lambda v: max((fuzz.token_set_ratio(v, g) for g in goal_option_values(self.goal)), default=0))
+                return self.click(pick, f"Selecting '{pick}' as asked.")
+        if asks_back:
+            return self.click("< prev", "The purchase was refused; let me pick another product.")
+        looked = sum(1 for t in self.turns_on_product() if t.value in ("features", "description"))
+        if len(blocked_buys) < MAX_SAME_BLOCK and looked < 1:
+            return self.click("features", "The purchase did not go through; let me check the product details.")
+        if len(blocked_buys) >= MAX_SAME_BLOCK:
+            return self.click("< prev", "I cannot buy this one; let me choose another product.")
+        return None
+
+    def guarded(self, reply: Message) -> Message:
+        """Never send a call refused twice on this very page again: do something else admissible."""
+        calls = reply.get("tool_calls") or []
+        if not calls:
+            return reply
+        call = ToolCall.from_message_call(calls[0])
+        value = str(next(iter(call.arguments.values()), "")) if isinstance(call.arguments, dict) else ""
+        refused = [t for t in self.turns if t.blocked and t.obs == self.obs and t.tool == call.name
+                   and t.value.lower() == value.lower()]
+        if len(refused) < MAX_SAME_BLOCK:
+            return reply
+        page = self.page()
+        if page == "results":
+            ids = [p for p in self.visible_products() if p.asin not in self.rejected()]
+            best = self.fallback(ids)
+            if best is not None and best.asin.lower() != value.lower():
+                return self.click(best.asin.lower(), "That click was refused; opening the closest product instead.")
+            if "next >" in self.clickables and value != "next >":
+                return self.click("next >", "That click was refused; trying the next page.")
+            return self.click("back to search", "That click was refused; back to search.")
+        if "< prev" in self.clickables and value != "< prev":
+            return self.click("< prev", "That was refused; going back.")
+        return self.click("back to search", "That was refused; starting over.")
 
     def on_sub(self) -> Message:
         here = self.turns_on_product()

@@ -1,0 +1,271 @@
+"""Agreement benchmark: do two targets rank the same patches the same way?
+
+A panel per env of >= 30 diverse patches — the policies' outputs (template, self-refine,
+co-harness, noop) on several packets, the example patches, hand-written variants (bounded
+and unbounded guards, hints only, rewrites only, skills only, stuffed, generic, harmful),
+guards of the Harness-R1 demo's kind and trigger-word-only lines (``benchmarks/panel``) —
+is scored on the same batches (env seeds ``0..batches-1``) by target A and target B.
+It reports, per env and per metric (Δ score, Δ success), Spearman's ρ between A's and B's
+mean Δ, sign agreement (patches whose Δ has the same sign, |Δ| < ``--eps`` counting as 0),
+the per-patch table (markdown and JSON) and a scatter plot (PNG).
+
+Targets are the env's ``target`` strings (``sim``, ``hf:…``, ``vllm:…``, ``openai:…``, and
+``smol`` once the factory knows it — issue 12), plus two stand-ins for when no real target
+is available: ``sim:flaws=off`` (the sim with every flaw's probability set to 0) and
+``sim:flaws=<x>`` (every probability scaled by x). Each target scores in its own process,
+so a stand-in's changes never leak into another target's numbers.
+
+Usage:
+  python benchmarks/agreement.py --env webshop,dbbench,alfworld --a sim --b smol --batches 10
+  python benchmarks/agreement.py --b sim:flaws=0.5 --out runs/agreement
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+ENV_IDS = {"webshop": "HarnessEdit-WebShop-v0", "dbbench": "HarnessEdit-DBBench-v0", "alfworld": "HarnessEdit-ALFWorld-v0"}
+POLICIES = ("template", "self-refine", "co-harness", "noop")
+PACKET_SEEDS = (1000, 1001, 1002)  # packets the policies write their patches for (not the scoring batches)
+
+
+# --- the panel ----------------------------------------------------------------------------------
+def build_panel(benchmark: str) -> list[dict[str, str]]:
+    """Every panel patch as {name, family, text}; policy outputs deduplicated by text."""
+    import gymnasium as gym
+
+    import harness_gym  # noqa: F401 - registers env ids
+    from baselines.base import PolicyInput, make_policy
+    from benchmarks.panel import panel
+
+    rows = [{"name": n, "family": f, "text": t} for n, f, t in panel(benchmark)]
+    seen = {r["text"] for r in rows}
+    env = gym.make(ENV_IDS[benchmark])
+    try:
+        for name in POLICIES:
+            policy = make_policy(name)
+            for s in PACKET_SEEDS:
+                obs, info = env.reset(seed=s)
+                text = policy.propose([PolicyInput(obs, info["packet"], benchmark)], k=1)[0][0]
+                if text not in seen:
+                    seen.add(text)
+                    rows.append({"name": f"{name}@packet{s}", "family": f"policy:{name}", "text": text})
+    finally:
+        env.close()
+    return rows
+
+
+# --- scoring (one target per process) -----------------------------------------------------------
+def _apply_stand_in(target: str) -> str:
+    """``sim:flaws=off|<x>``: scale the sims' flaw probabilities in this process; returns the env target."""
+    if not target.startswith("sim:"):
+        return target
+    key, _, value = target[4:].partition("=")
+    if key != "flaws":
+        raise SystemExit(f"agreement: unknown sim stand-in {target!r}: expected sim:flaws=off or sim:flaws=<scale>")
+    try:
+        scale = 0.0 if value == "off" else float(value)
+    except ValueError:
+        raise SystemExit(f"agreement: {target!r}: the scale must be 'off' or a number") from None
+    from harness_gym.benchmarks.alfworld import sim as alf
+    from harness_gym.benchmarks.dbbench import sim as db
+    from harness_gym.benchmarks.webshop import sim as ws
+
+    for table in (ws.FLAWS, alf.FLAWS, db.SELECT_FLAWS, db.MUTATION_FLAWS):
+        for k in table:
+            table[k] = min(1.0, table[k] * scale)
+    return "sim"
+
+
+def score(benchmark: str, target: str, texts: list[str], batches: int) -> list[list[dict[str, Any]]]:
+    """Per batch, per patch: {valid, delta_score, delta_success} on env seeds 0..batches-1."""
+    import gymnasium as gym
+
+    import harness_gym  # noqa: F401
+
+    env = gym.make(ENV_IDS[benchmark], target=_apply_stand_in(target))
+    out = []
+    try:
+        for s in range(batches):
+            env.reset(seed=s)
+            res = env.unwrapped.evaluate_patches(texts)
+            out.append([{"valid": r["patch_valid"], "delta_score": r.get("delta_score"),
+                         "delta_success": r.get("delta_success"), "error": r.get("patch_error")} for r in res])
+    finally:
+        env.close()
+    return out
+
+
+def score_in_subprocess(benchmark: str, target: str, panel_file: Path, batches: int, out_file: Path) -> list[list[dict]]:
+    cmd = [sys.executable, __file__, "--score-one", benchmark, "--target-one", target, "--panel-file", str(panel_file),
+           "--batches", str(batches), "--score-out", str(out_file)]
+    subprocess.run(cmd, check=True, cwd=ROOT)
+    return json.loads(out_file.read_text(encoding="utf-8"))
+
+
+# --- statistics ----------------------------------------------------------------------------------
+def ranks(xs: list[float]) -> list[float]:
+    """Average ranks (1-based), ties sharing the mean of their positions."""
+    order = sorted(range(len(xs)), key=lambda i: xs[i])
+    r = [0.0] * len(xs)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and xs[order[j + 1]] == xs[order[i]]:
+            j += 1
+        for k in range(i, j + 1):
+            r[order[k]] = (i + j) / 2 + 1
+        i = j + 1
+    return r
+
+
+def spearman(a: list[float], b: list[float]) -> float:
+    """Spearman's ρ with ties (Pearson on average ranks); scipy's when installed. NaN if constant."""
+    try:
+        from scipy.stats import spearmanr
+
+        rho = float(spearmanr(a, b).statistic)
+        return rho
+    except ImportError:
+        pass
+    ra, rb = ranks(a), ranks(b)
+    n = len(a)
+    ma, mb = sum(ra) / n, sum(rb) / n
+    cov = sum((x - ma) * (y - mb) for x, y in zip(ra, rb))
+    va, vb = sum((x - ma) ** 2 for x in ra), sum((y - mb) ** 2 for y in rb)
+    return cov / math.sqrt(va * vb) if va > 0 and vb > 0 else float("nan")
+
+
+def sign(x: float, eps: float) -> int:
+    return 0 if abs(x) < eps else (1 if x > 0 else -1)
+
+
+def summarize(panel: list[dict], a: list[list[dict]], b: list[list[dict]], eps: float) -> dict[str, Any]:
+    rows = []
+    for i, p in enumerate(panel):
+        ra = [batch[i] for batch in a if batch[i]["valid"]]
+        rb = [batch[i] for batch in b if batch[i]["valid"]]
+        row = {"name": p["name"], "family": p["family"], "valid": bool(ra) and bool(rb)}
+        for m in ("delta_score", "delta_success"):
+            row[f"a_{m}"] = sum(r[m] for r in ra) / len(ra) if ra else None
+            row[f"b_{m}"] = sum(r[m] for r in rb) / len(rb) if rb else None
+        rows.append(row)
+    valid = [r for r in rows if r["valid"]]
+    stats = {}
+    for m in ("delta_score", "delta_success"):
+        xa, xb = [r[f"a_{m}"] for r in valid], [r[f"b_{m}"] for r in valid]
+        agree = sum(1 for x, y in zip(xa, xb) if sign(x, eps) == sign(y, eps))
+        stats[m] = {"spearman": spearman(xa, xb) if len(valid) > 2 else float("nan"),
+                    "sign_agreement": agree / len(valid) if valid else float("nan"), "n": len(valid)}
+    return {"rows": rows, "stats": stats}
+
+
+def table_md(env_id: str, a: str, b: str, batches: int, result: dict[str, Any], metric: str) -> str:
+    s = result["stats"][metric]
+    out = [f"## {env_id}: {a} vs {b}, {batches} batches, {metric.replace('_', ' ')}",
+           f"Spearman ρ = {s['spearman']:+.3f}, sign agreement = {s['sign_agreement']:.0%} over {s['n']} patches", "",
+           f"| patch | family | {a} Δ score | {b} Δ score | {a} Δ success | {b} Δ success |", "|---|---|---|---|---|---|"]
+    fmt = lambda v: "invalid" if v is None else f"{v:+.3f}"  # noqa: E731
+    for r in sorted(result["rows"], key=lambda r: -(r[f"a_{metric}"] or -9)):
+        out.append(f"| {r['name']} | {r['family']} | {fmt(r['a_delta_score'])} | {fmt(r['b_delta_score'])} | "
+                   f"{fmt(r['a_delta_success'])} | {fmt(r['b_delta_success'])} |")
+    return "\n".join(out)
+
+
+def plot(results: dict[str, dict[str, Any]], a: str, b: str, metric: str, path: Path) -> Path | None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    fig, axes = plt.subplots(1, len(results), figsize=(4.6 * len(results), 4.2), squeeze=False)
+    for ax, (bench, res) in zip(axes[0], results.items()):
+        rows = [r for r in res["rows"] if r["valid"]]
+        fams = sorted({r["family"].split(":")[0] for r in rows})
+        for k, fam in enumerate(fams):
+            pts = [r for r in rows if r["family"].split(":")[0] == fam]
+            ax.scatter([r[f"a_{metric}"] for r in pts], [r[f"b_{metric}"] for r in pts], label=fam, s=24,
+                       marker="osD^v<>Px*h"[k % 11], alpha=0.8)
+        lo = min([0.0] + [min(r[f"a_{metric}"], r[f"b_{metric}"]) for r in rows]) - 0.02
+        hi = max([0.0] + [max(r[f"a_{metric}"], r[f"b_{metric}"]) for r in rows]) + 0.02
+        ax.plot([lo, hi], [lo, hi], color="grey", linewidth=0.8)
+        ax.axhline(0, color="black", linewidth=0.5)
+        ax.axvline(0, color="black", linewidth=0.5)
+        s = res["stats"][metric]
+        ax.set_title(f"{bench}: ρ={s['spearman']:+.2f}, sign {s['sign_agreement']:.0%}")
+        ax.set_xlabel(f"{a} {metric}")
+        ax.set_ylabel(f"{b} {metric}")
+    axes[0][-1].legend(fontsize=7, loc="best")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--env", default="webshop,dbbench,alfworld", help="comma-separated: webshop, dbbench, alfworld")
+    ap.add_argument("--a", default="sim", help="target A (default: sim)")
+    ap.add_argument("--b", default="smol", help="target B (default: smol, the trained CPU target of issue 12)")
+    ap.add_argument("--batches", type=int, default=10, help="env seeds 0..N-1 scored by both targets")
+    ap.add_argument("--eps", type=float, default=0.005, help="|Δ| below this counts as 0 for sign agreement")
+    ap.add_argument("--out", type=Path, default=Path("runs/agreement"))
+    ap.add_argument("--score-one", help=argparse.SUPPRESS)
+    ap.add_argument("--target-one", help=argparse.SUPPRESS)
+    ap.add_argument("--panel-file", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--score-out", type=Path, help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.score_one:  # child process: one target, one env
+        texts = [p["text"] for p in json.loads(args.panel_file.read_text(encoding="utf-8"))]
+        args.score_out.write_text(json.dumps(score(args.score_one, args.target_one, texts, args.batches)), encoding="utf-8")
+        return 0
+    envs = [e.strip() for e in args.env.split(",") if e.strip()]
+    bad = [e for e in envs if e not in ENV_IDS]
+    if bad or args.batches < 1:
+        print(f"agreement: error: --env must name {sorted(ENV_IDS)} and --batches be >= 1 (got {bad or args.batches})",
+              file=sys.stderr)
+        return 2
+    args.out.mkdir(parents=True, exist_ok=True)
+    results: dict[str, dict[str, Any]] = {}
+    md = []
+    for bench in envs:
+        panel = build_panel(bench)
+        pf = args.out / f"panel_{bench}.json"
+        pf.write_text(json.dumps(panel, indent=1), encoding="utf-8")
+        try:
+            a = score_in_subprocess(bench, args.a, pf, args.batches, args.out / f"scores_{bench}_a.json")
+            b = score_in_subprocess(bench, args.b, pf, args.batches, args.out / f"scores_{bench}_b.json")
+        except subprocess.CalledProcessError:
+            print(f"agreement: error: scoring {bench} failed (a target the factory does not know? see above)", file=sys.stderr)
+            return 1
+        res = summarize(panel, a, b, args.eps)
+        results[bench] = res
+        # DBBench and ALFWorld rewards are 0/1: their Δ success is their Δ score
+        for metric in ("delta_score", "delta_success") if bench == "webshop" else ("delta_score",):
+            md.append(table_md(ENV_IDS[bench], args.a, args.b, args.batches, res, metric))
+            print(md[-1].split("\n\n")[0])
+    (args.out / "agreement.json").write_text(json.dumps({"a": args.a, "b": args.b, "batches": args.batches,
+                                                         "results": results}, indent=1), encoding="utf-8")
+    (args.out / "agreement.md").write_text("\n\n".join(md) + "\n", encoding="utf-8")
+    for metric in ("delta_score", "delta_success"):
+        png = plot(results, args.a, args.b, metric, args.out / f"agreement_{metric}.png")
+        if png:
+            print(f"plot: {png}")
+    print("summary:", json.dumps({b: {m: {k: round(v, 3) for k, v in s.items()} for m, s in r["stats"].items()}
+                                  for b, r in results.items()}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

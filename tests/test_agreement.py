@@ -1,0 +1,46 @@
+"""benchmarks/agreement.py: the panel (>= 30 diverse patches per env) and its statistics."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from benchmarks import agreement as ag
+
+
+def test_rank_correlation_with_ties() -> None:
+    assert ag.ranks([3.0, 1.0, 3.0, 2.0]) == [3.5, 1.0, 3.5, 2.0]
+    assert ag.spearman([1, 2, 3, 4, 5], [2, 1, 4, 3, 5]) == pytest.approx(0.8)  # 1 - 6·4 / (5·24)
+    assert ag.spearman([1, 2, 2, 3], [1, 2, 3, 4]) == pytest.approx(4.5 / 22.5 ** 0.5)  # ties: Pearson on mean ranks
+    assert ag.spearman([1, 1, 1], [1, 2, 3]) != ag.spearman([1, 1, 1], [1, 2, 3])  # constant side: NaN
+
+
+def test_summary_counts_sign_agreement_with_a_dead_zone() -> None:
+    panel = [{"name": f"p{i}", "family": "x"} for i in range(4)]
+    cell = lambda d: {"valid": True, "delta_score": d, "delta_success": d}  # noqa: E731
+    a = [[cell(0.1), cell(0.001), cell(-0.2), cell(0.3)]]
+    b = [[cell(0.2), cell(-0.002), cell(0.1), cell(0.25)]]
+    res = ag.summarize(panel, a, b, eps=0.005)
+    assert res["stats"]["delta_score"]["sign_agreement"] == 0.75  # p2 disagrees; p1 is 0 on both sides
+    assert res["stats"]["delta_score"]["n"] == 4
+
+
+@pytest.mark.parametrize("benchmark", ["webshop", "dbbench", "alfworld"])
+def test_each_panel_has_at_least_thirty_diverse_patches(benchmark: str) -> None:
+    panel = ag.build_panel(benchmark)
+    assert len(panel) >= 30, len(panel)
+    families = {p["family"].split(":")[0] for p in panel}
+    assert {"example", "guard-unbounded", "guard-bounded", "hints", "rewrites", "skills", "trigger-words",
+            "harmful", "policy"} <= families, families
+    assert len({p["text"] for p in panel}) == len(panel)
+
+
+def test_a_small_run_writes_the_table_json_and_plot(tmp_path: Path) -> None:
+    assert ag.main(["--env", "dbbench", "--b", "sim:flaws=off", "--batches", "1", "--out", str(tmp_path)]) == 0
+    data = json.loads((tmp_path / "agreement.json").read_text())
+    stats = data["results"]["dbbench"]["stats"]["delta_score"]
+    assert stats["n"] >= 30 and -1.0 <= stats["spearman"] <= 1.0
+    assert "| patch | family |" in (tmp_path / "agreement.md").read_text()
+    assert (tmp_path / "agreement_delta_score.png").stat().st_size > 1000
+    assert ag.main(["--env", "nosuch"]) == 2

@@ -1,0 +1,146 @@
+"""Issue 13: the sims read advice as a model does and handle refusals as models do (all on the sim).
+
+- trigger-word-only advice (the sims' own concept words, in the prompt, skills or hints)
+  earns nothing: mean Δ ≤ 0.02 per env (4 batches here; ``benchmarks/agreement.py`` has
+  the ≥10-batch figure);
+- guards of the Harness-R1 demo's kind — unbounded blocks whose messages name the fix, in
+  the published phrasing and two written here — earn Δ > 0;
+- a refused call is not resent to the round limit; a rewrite runs as the new action.
+"""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from benchmarks.panel import PUBLISHED_WEBSHOP_GUARD, concept_words, guard_patches, trigger_word_patches
+from harness_gym.benchmarks.sim_reading import Advice, trigger_only, vocabulary
+from harness_gym.envs.harness_edit import HarnessEditEnv
+
+BATCHES = 4
+
+
+def _deltas(benchmark: str, patches: list[str], batches: int = BATCHES, **kw) -> list[list[dict]]:
+    env = HarnessEditEnv(benchmark=benchmark, batch_size=10, **kw)
+    out: list[list[dict]] = []
+    try:
+        for seed in range(batches):
+            env.reset(seed=seed)
+            out.append(env.evaluate_patches(patches))
+    finally:
+        env.close()
+    return out
+
+
+@pytest.mark.parametrize("benchmark", ["dbbench", "webshop", "alfworld"])
+def test_trigger_word_only_patches_earn_nothing(benchmark: str) -> None:
+    patches = trigger_word_patches(benchmark, count=6)
+    assert {name.split("-")[1] for name, _, _ in patches} == {"prompt", "skills", "hints"}
+    runs = _deltas(benchmark, [text for _, _, text in patches])
+    for i, (name, _, _) in enumerate(patches):
+        assert all(r[i]["patch_valid"] for r in runs), runs[0][i].get("patch_error")
+        score = sum(r[i]["delta_score"] for r in runs) / len(runs)
+        success = sum(r[i]["delta_success"] for r in runs) / len(runs)
+        assert score <= 0.02 and success <= 0.02, (name, score, success)
+
+
+def test_trigger_lines_match_the_concepts_but_are_trigger_only() -> None:
+    import random
+
+    from benchmarks.panel import trigger_lines
+    from harness_gym.benchmarks.dbbench.sim import CONCEPTS
+
+    lines = trigger_lines("dbbench", random.Random(0), n_lines=20)
+    vocab = vocabulary(CONCEPTS)
+    for line in lines:
+        hits = [c for c, p in CONCEPTS.items() if p.search(line)]
+        assert len(hits) >= 2, line  # each line names two or three concepts: the attack of issue 13
+        assert trigger_only(line, vocab), line
+    assert trigger_only("backtick cast", vocab) and trigger_only("stored format empty", vocab)
+    # the same fix written as something to do is not trigger-only
+    assert not trigger_only("Compare with CAST(col AS DECIMAL) instead of text order.", vocab)
+    assert not trigger_only("Wrap names like `Year of intro` in backticks.", vocab)
+    assert set(concept_words("webshop")) >= {"select_options", "budget"}
+
+
+def test_advice_counts_only_when_grounded_in_the_state() -> None:
+    from harness_gym.benchmarks.dbbench.sim import CONCEPTS
+
+    names = {"Player name"}
+    ground = lambda unit, concept: any(n.lower() in unit.lower() for n in names) or "`" in unit  # noqa: E731
+    adv = Advice(["Quote identifiers with spaces: remember the rule."], ground=ground, vocab=vocabulary(CONCEPTS))
+    assert adv.weight("quote_identifiers", CONCEPTS) == 0.0
+    adv.units.append("Quote identifiers with spaces, e.g. `Player name`.")
+    assert adv.weight("quote_identifiers", CONCEPTS) == 1.0
+
+
+@pytest.mark.parametrize("benchmark", ["webshop", "dbbench", "alfworld"])
+def test_unbounded_guards_that_name_the_fix_earn_a_positive_delta(benchmark: str) -> None:
+    patches = guard_patches(benchmark)
+    assert len(patches) >= (3 if benchmark == "webshop" else 2)
+    runs = _deltas(benchmark, [text for _, _, text in patches])
+    for i, (name, _, _) in enumerate(patches):
+        assert all(r[i]["patch_valid"] for r in runs), runs[0][i].get("patch_error")
+        metric = "delta_success" if benchmark == "webshop" else "delta_score"
+        mean = sum(r[i][metric] for r in runs) / len(runs)
+        assert mean > 0, (name, mean)
+
+
+def test_the_published_demo_patch_is_the_unchanged_fixture() -> None:
+    import json
+
+    text = PUBLISHED_WEBSHOP_GUARD.read_text(encoding="utf-8")
+    assert len(text) == 2296  # demo/artifacts/patch.json at e3e6e7a5e48d, as published
+    code = json.loads(text)["actions"][0]["code"]
+    assert '"kind": "rewrite_action"' in code and "over the task budget" in code
+    assert "nb[" not in code  # unbounded: no per-episode cap on its blocks
+    assert "Apache" in (PUBLISHED_WEBSHOP_GUARD.parent / "README.md").read_text(encoding="utf-8")
+
+
+_BLOCK_EVERY_BUY = '''
+def on_before_action(ctx, nb):
+    if ctx["action"]["value_normalized"] == "buy now":
+        return {"type": "block_and_prompt", "message": "No."}
+    return None
+'''
+
+
+def test_a_refused_call_is_not_resent_to_the_round_limit() -> None:
+    env = HarnessEditEnv(benchmark="webshop", batch_size=10)
+    try:
+        env.reset(seed=0)
+        patched = __import__("harness_gym.harness.patch", fromlist=["parse_patch"]).parse_patch(
+            _BLOCK_EVERY_BUY, env._base).apply(env._base)
+        results = env.evaluator.evaluate(patched, env._batch, env._seeds)
+    finally:
+        env.close()
+    for r in results:
+        calls = [tc["function"]["arguments"] for m in r.messages if m.get("role") == "assistant"
+                 for tc in (m.get("tool_calls") or [])[:1]]
+        run = longest = 0
+        for c in calls:  # consecutive refused clicks (the search-loop flaw repeats searches on its own)
+            run = run + 1 if "buy now" in c else 0
+            longest = max(longest, run)
+        assert longest <= 2, (r.task_id, calls)
+        # it left the refused product for others instead of clicking buy now twenty times
+        assert sum(1 for c in calls if "buy now" in c) < 12
+
+
+def test_a_rewrite_runs_as_the_new_action_and_its_message_is_followed() -> None:
+    env = HarnessEditEnv(benchmark="webshop", batch_size=10)
+    published = PUBLISHED_WEBSHOP_GUARD.read_text(encoding="utf-8")
+    try:
+        found = False
+        for seed in range(6):
+            env.reset(seed=seed)
+            h = __import__("harness_gym.harness.patch", fromlist=["parse_patch"]).parse_patch(published, env._base).apply(env._base)
+            for r in env.evaluator.evaluate(h, env._batch, env._seeds):
+                texts = [str(m.get("content") or "") for m in r.messages]
+                for i, t in enumerate(texts):
+                    if t == "Select the required visible option before using Buy Now." and i + 1 < len(texts):
+                        m = re.match(r"Action: click\[(.*?)\]", texts[i + 1])
+                        assert m and m.group(1) != "buy now", texts[i + 1][:80]  # the rewritten click ran
+                        found = True
+        assert found, "no rewrite in six batches"
+    finally:
+        env.close()
