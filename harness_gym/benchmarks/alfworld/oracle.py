@@ -1,12 +1,15 @@
 """Lockstep play of the embedded world against the original engine (``backend="textworld"``).
 
-``lockstep(task, grammar, seed)`` plays one scene in both worlds at once: ALFWorld's handcoded
-expert (``alfworld.agents.expert``, reading the engine's state) picks most commands, and a seeded
-random explorer interleaves others the way ALFWorld's own solvability check perturbs the
-expert, plus commands an agent gets wrong (upper case, doubled or leading spaces, unknown
-objects, not admissible). After every command it compares the observation, the admissible
+``lockstep(task, grammar, seed)`` plays one scene in both worlds at once, twice: first ALFWorld's
+handcoded expert (``alfworld.agents.expert``, reading the engine's state) walks it through to
+the win, then, from the start again, a seeded random explorer plays admissible commands and
+commands an agent gets wrong (upper case, doubled, leading or trailing spaces, unknown objects,
+refused actions, other verbs). After every command it compares the observation, the admissible
 commands and ``won``. The classic grammar gets the expert's commands translated
-(``move X to Y`` -> ``put X in/on Y``), since the installed expert speaks the move grammar.
+(``move X to Y`` -> ``put X in/on Y``), since the installed expert speaks the move grammar;
+the expert is told its last command in the classic form, since alfworld 0.4.2's expert
+forgets a placed object unless the command contains "put" (it then walks back to put it
+again, and never finishes a two-object task in the move grammar).
 """
 from __future__ import annotations
 
@@ -83,48 +86,57 @@ def _odd(rng: random.Random, admissible: list[str], task: AlfTask) -> str:
     return rng.choice(ODD)
 
 
-def lockstep(task: AlfTask, grammar: str = "classic", seed: int = 0, max_steps: int = 80,
-             random_start: int = 3, random_prob: float = 0.15, odd_prob: float = 0.4) -> Lockstep:
-    """Play ``task`` in both worlds with the expert plus seeded exploration; compare every step."""
+def lockstep(task: AlfTask, grammar: str = "classic", seed: int = 0, expert_steps: int = 80,
+             explore_steps: int = 30, odd_prob: float = 0.35) -> Lockstep:
+    """Play ``task`` in both worlds twice: ALFWorld's handcoded expert's walkthrough (it must win
+    in both at the same step), then, from the start again, seeded exploration with odd
+    commands. Every step is compared."""
     from alfworld.agents.expert import HandCodedTWAgent
 
     from harness_gym.benchmarks.alfworld.twgame import TextWorldWorld
 
     out = Lockstep(task.task_id, grammar)
     emb, orig = ALFWorldWorld(grammar), TextWorldWorld(grammar, facts=True)  # the expert reads the facts
-    obs_e, obs_o = emb.reset(task), orig.reset(task)
-    rng = random.Random(f"alfworld-lockstep:{task.task_id}:{grammar}:{seed}")
+    step = 0
+
+    def play(command: str) -> None:
+        nonlocal step
+        step += 1
+        out.commands.append(command)
+        call = ToolCall(f"c{step}", TOOL, {"action": command})
+        obs_e, obs_o = emb.step(call).observation, orig.step(call).observation
+        _compare(out, step, command, obs_e, obs_o, emb, orig)
+
     state = random.getstate()
     random.seed(f"alfworld-expert:{task.task_id}:{seed}")  # the expert falls back on the global random
     try:
+        obs_e, obs_o = emb.reset(task), orig.reset(task)
+        _compare(out, 0, "", obs_e, obs_o, emb, orig)
         expert = HandCodedTWAgent(max_steps=200)
         assert orig.path is not None
         expert.reset(str(orig.path))
         expert.observe(obs_o)
-        _compare(out, 0, "", obs_e, obs_o, emb, orig)
         last = ""
-        for step in range(1, max_steps + 1):
-            if orig.won or emb.score:
+        for n in range(1, expert_steps + 1):
+            try:
+                command = expert.act(_ExpertView(orig.state, orig.admissible_commands), 0, orig.won, _to_classic(last))
+            except Exception:  # the expert gave up (its step budget, or a state it does not know)
                 break
-            admissible = orig.admissible_commands
-            if step <= random_start or rng.random() < random_prob:
-                command = _odd(rng, admissible, task) if rng.random() < odd_prob else rng.choice(admissible)
-            else:
-                view = _ExpertView(orig.state, admissible)
-                try:
-                    command = expert.act(view, 0, orig.won, _to_move(last))
-                except Exception:  # the expert gave up (its step budget or a state it does not know)
-                    command = rng.choice(admissible)
-                command = _to_classic(command) if grammar == "classic" else command
-            out.commands.append(command)
-            call = ToolCall(f"c{step}", TOOL, {"action": command})
-            obs_e, obs_o = emb.step(call).observation, orig.step(call).observation
-            _compare(out, step, command, obs_e, obs_o, emb, orig)
-            if emb.score and out.won_step_embedded is None:
-                out.won_step_embedded = step
-            if orig.won and out.won_step_original is None:
-                out.won_step_original = step
+            play(_to_classic(command) if grammar == "classic" else command)
             last = command
+            if emb.score and out.won_step_embedded is None:
+                out.won_step_embedded = n
+            if orig.won and out.won_step_original is None:
+                out.won_step_original = n
+            if emb.score or orig.won:
+                break
+        # from the start again: seeded exploration, a share of it commands an agent gets wrong
+        rng = random.Random(f"alfworld-lockstep:{task.task_id}:{grammar}:{seed}")
+        obs_e, obs_o = emb.reset(task), orig.restart()
+        _compare(out, step, "(restart)", obs_e, obs_o, emb, orig)
+        for _ in range(explore_steps):
+            admissible = orig.admissible_commands
+            play(_odd(rng, admissible, task) if rng.random() < odd_prob else rng.choice(admissible))
     finally:
         random.setstate(state)
         orig.close()

@@ -246,6 +246,13 @@ class TextWorldWorld(AlfWorldBase):
         self.env = env
         return str(self.state.feedback)
 
+    def restart(self) -> str:
+        """The loaded game from its start again (no reload)."""
+        if self.env is None:
+            raise WorldError("TextWorldWorld.restart before reset")
+        self.state = self.env.reset()
+        return str(self.state.feedback)
+
     @property
     def admissible_commands(self) -> list[str]:
         return sorted(self.state["admissible_commands"]) if self.state is not None else []
