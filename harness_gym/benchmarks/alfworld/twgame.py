@@ -242,7 +242,7 @@ class TextWorldWorld(AlfWorldBase):
             env.load(str(self.path))
             self.state = env.reset()
         except Exception as exc:  # the engine could not load the game: an environment failure
-            raise WorldError(one_line(f"textworld could not load {task.task_id} ({self.path}): {exc}")) from None
+            raise WorldError(one_line(f"textworld could not load {task.task_id} ({self.path}): {type(exc).__name__}: {exc}")) from None
         self.env = env
         return str(self.state.feedback)
 
