@@ -116,6 +116,26 @@ def test_generated_tasks_can_be_won_under_the_original_rules() -> None:
             assert sum(o.split()[0] == t.target_type for o, _ in t.objects) >= need, t.task_id
 
 
+def test_receptacles_that_share_a_location_agree_with_the_engine() -> None:
+    """Stove burners side by side (``AlfTask.shared``): arriving at one, all of them are at hand."""
+    from dataclasses import replace
+
+    base = next(t for t in UNSEEN if t.room == "kitchen" and t.task_type == "pick_and_place_simple"
+                and sum(r.startswith("stoveburner") for r, _, _ in t.receptacles) >= 3)
+    burners = [r for r, _, _ in base.receptacles if r.startswith("stoveburner")]
+    task = replace(base, task_id="alfworld-shared-test", shared=(tuple(burners[0::2]), tuple(burners[1::2])))
+    for grammar in ("classic", "move"):
+        result = lockstep(task, grammar, seed=1, explore_steps=60)
+        assert not result.differences, "; ".join(d.line() for d in result.differences[:3])
+        assert result.same_win
+    g = ALFWorldWorld("classic")
+    g.reset(task)
+    g.step(_call(f"go to {burners[0]}"))
+    assert f"go to {burners[2]}" not in g.admissible_commands and f"examine {burners[2]}" in g.admissible_commands
+    look = g.step(_call("look")).observation
+    assert look.startswith("You are facing the ") and burners[2] in look and ", and " in look
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("index", range(len(UNSEEN)))
 def test_lockstep_with_the_original_engine(index: int) -> None:

@@ -91,9 +91,16 @@ class Game:
                 self.states[obj].add("cool")
         self.toggled: set[str] = set()
         self.ids = pddl_ids(task)
-        order = list(range(1, len(task.receptacles) + 1))
+        # locations: one per receptacle, except the groups in ``task.shared`` (stove burners side by side)
+        self.spot: dict[str, str] = {n: n for n, _, _ in task.receptacles}
+        for group in task.shared:
+            for n in group:
+                self.spot[n] = group[0]
+        spots = list(dict.fromkeys(self.spot.values()))
+        order = list(range(1, len(spots) + 1))
         random.Random(f"alfworld-locs:{task.identity()}").shuffle(order)
-        self.loc_number = {n: order[i] for i, (n, _, _) in enumerate(task.receptacles)}
+        number = {sp: order[i] for i, sp in enumerate(spots)}
+        self.loc_number = {n: number[self.spot[n]] for n, _, _ in task.receptacles}
         self.won = False
         self.moves = 0
 
@@ -106,6 +113,13 @@ class Game:
         names = self.order(list(self.contents))
         return (f"{WELCOME}\n\nYou are in the middle of a room. Looking quickly around you, you see "
                 f"{listing(names)}.\n\nYour task is to: {self.task.goal}.")
+
+    def at_hand(self) -> list[str]:
+        """The receptacles at the agent's location (in id order); none in the middle of the room."""
+        if self.location is None:
+            return []
+        here = self.spot[self.location]
+        return self.order([r for r in self.contents if self.spot[r] == here])
 
     def _accessible(self, rec: str) -> bool:
         return not self.openable[rec] or self.is_open[rec]
@@ -121,11 +135,11 @@ class Game:
     # --- commands -------------------------------------------------------------------
     def admissible(self) -> list[str]:
         cmds = {"inventory", "look"}
-        here = self.location
-        cmds.update(f"go to {r}" for r in self.contents if r != here)
+        hand = self.at_hand()
+        cmds.update(f"go to {r}" for r in self.contents if r not in hand)
         if self.held:
             cmds.add(f"examine {self.held}")
-        if here is not None:
+        for here in hand:
             cmds.add(f"examine {here}")
             if self.openable[here]:
                 cmds.add(f"close {here}" if self.is_open[here] else f"open {here}")
@@ -153,11 +167,12 @@ class Game:
         return out
 
     def _apply(self, cmd: str) -> str:
-        here = self.location
         if cmd == "look":
-            if here is None:  # the engine lists the receptacles at the agent's location: none, in the middle
+            hand = self.at_hand()
+            if not hand:  # the engine lists the receptacles at the agent's location: none, in the middle
                 return "You are in the middle of a room. Looking quickly around you, you see nothing."
-            return f"You are facing the {here}. Next to it, you see nothing."
+            names = hand[0] if len(hand) == 1 else ", ".join(hand[:-1]) + ", and " + hand[-1]
+            return f"You are facing the {names}. Next to it, you see nothing."
         if cmd == "inventory":
             return f"You are carrying: a {self.held}." if self.held else "You are not carrying anything."
         if cmd == "help":
@@ -168,19 +183,22 @@ class Game:
             head = f"You arrive at {rec}." if self.grammar == "move" else f"You arrive at loc {self.loc_number[rec]}."
             return f"{head} {self._describe(rec)}"
         if cmd.startswith("open "):
-            self.is_open[here] = True  # type: ignore[index]
-            return f"You open the {here}. {self._describe(here)}"  # type: ignore[arg-type]
+            rec = cmd[5:]
+            self.is_open[rec] = True
+            return f"You open the {rec}. {self._describe(rec)}"
         if cmd.startswith("close "):
-            self.is_open[here] = False  # type: ignore[index]
-            return f"You close the {here}."
+            rec = cmd[6:]
+            self.is_open[rec] = False
+            return f"You close the {rec}."
         if cmd.startswith("take "):
-            obj = cmd[5:].split(" from ")[0]
-            self.contents[here].remove(obj)  # type: ignore[index]
+            obj, _, here = cmd[5:].partition(" from ")
+            self.contents[here].remove(obj)
             self.where[obj], self.held = "", obj
             return f"You pick up the {obj} from the {here}."
         if cmd.startswith(("put ", "move ")):
             held = self.held
-            assert held is not None and here is not None
+            here = cmd.split(" in/on ", 1)[1] if cmd.startswith("put ") else cmd.split(" to ", 1)[1]
+            assert held is not None
             self.contents[here].append(held)
             self.where[held], self.held = here, None
             return f"You move the {held} to the {here}." if self.grammar == "move" else f"You put the {held} in/on the {here}."
@@ -200,7 +218,8 @@ class Game:
             return f"There's nothing special about {thing}."
         verb = cmd.split()[0]
         held = self.held
-        assert held is not None and here is not None
+        here = cmd.rsplit(" with ", 1)[1]
+        assert held is not None
         st = self.states.setdefault(held, set())
         st.add(STATE_OF[verb])
         st.discard({"heat": "cool", "cool": "hot"}.get(verb, ""))
@@ -212,7 +231,7 @@ class Game:
         if t.task_type == "look_at_obj_in_light":
             if not self.held or kind(self.held) != t.target_type or self.location is None:
                 return False
-            return any(kind(o) == t.toggle_type and o in self.toggled for o in self.contents[self.location])
+            return any(kind(o) == t.toggle_type and o in self.toggled for r in self.at_hand() for o in self.contents[r])
         need = STATE_OF.get(t.transform, "")
         good: dict[str, int] = {}
         for rec, objs in self.contents.items():

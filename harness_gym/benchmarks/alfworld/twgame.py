@@ -129,7 +129,7 @@ def _ids(task: AlfTask, game: Game) -> tuple[dict[str, str], dict[str, str], dic
     ids = pddl_ids(task)
     rec = {n: ids[n] for n, _, _ in task.receptacles}
     obj = {o: ids[o] for o, _ in task.objects}
-    total = len(task.receptacles) + 1  # the agent's start point is a location too (the lowest id: loc N+1)
+    total = len(set(game.loc_number.values())) + 1  # the agent's start point is a location too (lowest id: loc N+1)
     loc = {n: f"loc_bar_{total - game.loc_number[n]:04d}" for n, _, _ in task.receptacles}
     return rec, obj, loc, "loc_bar_0000"
 
@@ -158,7 +158,7 @@ def pddl_problem(task: AlfTask) -> str:
     rtypes = sorted({kind(n) for n in rec})
     otypes = sorted({kind(n) for n in obj})
     objects = (["agent1 - agent"] + [f"{i} - receptacle" for i in rec.values()] + [f"{i} - object" for i in obj.values()]
-               + [f"{i} - location" for i in (start, *loc.values())]
+               + [f"{i} - location" for i in dict.fromkeys((start, *loc.values()))]
                + [f"{THOR_NAME[t]}Type - rtype" for t in rtypes] + [f"{THOR_NAME[t]}Type - otype" for t in otypes])
     init = [f"(atLocation agent1 {start})"]
     for name, openable, is_open in task.receptacles:
