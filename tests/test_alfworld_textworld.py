@@ -14,7 +14,7 @@ from harness_gym.benchmarks.alfworld import generator
 from harness_gym.benchmarks.alfworld import scenes as S
 from harness_gym.benchmarks.alfworld.oracle import lockstep
 from harness_gym.benchmarks.alfworld.spec import world_factory
-from harness_gym.benchmarks.alfworld.twgame import TextWorldWorld, compile_game, game_file
+from harness_gym.benchmarks.alfworld.twgame import TextWorldWorld, game_file
 from harness_gym.benchmarks.alfworld.world import ALFWorldWorld
 from harness_gym.errors import ConfigError
 from harness_gym.types import ToolCall
@@ -147,3 +147,23 @@ def test_lockstep_with_the_original_engine(index: int) -> None:
     assert not result.differences, f"{task.task_id} ({grammar}): " + "; ".join(d.line() for d in result.differences[:3])
     assert result.won_step_original is not None, f"{task.task_id} ({grammar}): the expert did not win in {result.steps} steps"
     assert result.won_step_embedded == result.won_step_original
+
+
+def test_sim_episodes_score_the_same_on_the_engine() -> None:
+    """The simulated target through the runtime: the same rewards and turns on both backends."""
+    from harness_gym.evaluation.benchmarks import get_benchmark
+    from harness_gym.evaluation.evaluator import Evaluator
+    from harness_gym.models.factory import make_backend
+
+    spec = get_benchmark("alfworld")
+    tasks = UNSEEN[:6]
+    out = {}
+    for backend in ("local", "textworld"):
+        ev = Evaluator(spec, make_backend("sim"), world_backend=backend)
+        try:
+            runs = ev.evaluate(spec.default_harness(), tasks, list(range(len(tasks))))
+        finally:
+            ev.close()
+        assert not any(r.is_env_error for r in runs)
+        out[backend] = [(r.reward, r.rounds) for r in runs]
+    assert out["local"] == out["textworld"] and any(reward for reward, _ in out["local"])
