@@ -15,11 +15,12 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e '.[plot]'
 	touch $@
 
-# torch first, pinned: the CPU build on local disk (a bare `torch` requirement pulls a multi-GB CUDA build)
-# the example plugin benchmark too (examples/harness-gym-calc): the registry-wide env tests pick up its ids
+# torch first, pinned: the CPU build on local disk (a bare `torch` requirement pulls a multi-GB CUDA build).
+# The venv's bin leads PATH: fast-downward-textworld (sdist only) builds with `python build.py` (cmake, g++).
+# The example plugin benchmark too (examples/harness-gym-calc): the registry-wide env tests pick up its ids.
 $(VENV)/.installed-test: pyproject.toml examples/harness-gym-calc/pyproject.toml $(VENV)/.installed
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e '.[test,rl,train]'
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/pip install -q -e '.[test,rl,train]'
 	$(BIN)/pip install -q ./examples/harness-gym-calc
 	rm -rf examples/harness-gym-calc/build examples/harness-gym-calc/*.egg-info
 	touch $@

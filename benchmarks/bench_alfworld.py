@@ -1,6 +1,8 @@
-"""ALFWorld speed and calibration: scene generation time, world steps per second, sim baseline per type.
+"""ALFWorld speed and calibration: scene generation time, world steps per second, sim baseline per type,
+and (``--lockstep``) the agreement of the embedded world with the original engine.
 
 Usage: python benchmarks/bench_alfworld.py [--split valid_unseen] [--patch examples/patches/alfworld_stages.txt]
+       python benchmarks/bench_alfworld.py --lockstep [--split valid_unseen]   (needs the alfworld extra)
 """
 from __future__ import annotations
 
@@ -17,7 +19,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--split", default="valid_unseen")
     ap.add_argument("--steps", type=int, default=50000)
     ap.add_argument("--patch", default=None, help="also run this patch on the whole split and report the gain")
+    ap.add_argument("--lockstep", action="store_true",
+                    help="only: play every scene of the split in the embedded world and the original engine, both grammars")
     args = ap.parse_args(argv)
+    if args.lockstep:
+        return lockstep_report(args.split)
 
     from harness_gym.evaluation.benchmarks import get_benchmark
     from harness_gym.evaluation.evaluator import Evaluator
@@ -70,6 +76,33 @@ def main(argv: list[str] | None = None) -> int:
                   f"{steps / dt:,.0f} agent steps/s with hooks")
     finally:
         ev.close()
+    return 0
+
+
+def lockstep_report(split: str) -> int:
+    """Steps agreeing / total and games won at the same step, per grammar (expert walkthrough + exploration)."""
+    from harness_gym.benchmarks.alfworld import generator
+    from harness_gym.benchmarks.alfworld.oracle import lockstep
+
+    tasks = generator.generate_split(split)
+    for grammar in ("classic", "move"):
+        t = time.perf_counter()
+        steps = agree = same = loaded = 0
+        failures: list[str] = []
+        for i, task in enumerate(tasks):
+            try:
+                r = lockstep(task, grammar, seed=i)
+            except Exception as exc:  # a game the engine cannot load counts against the agreement
+                failures.append(f"{task.task_id}: {exc}")
+                continue
+            loaded += 1
+            steps, agree, same = steps + r.steps, agree + r.agreeing, same + r.same_win
+            failures += [f"{task.task_id}: {d.line()}" for d in r.differences[:1]]
+        dt = time.perf_counter() - t
+        print(f"lockstep {split} {grammar}: {loaded}/{len(tasks)} games load, {same} won at the same step, "
+              f"steps agreeing {agree}/{steps} ({dt:.0f} s)")
+        for line in failures[:10]:
+            print(f"  {line[:300]}")
     return 0
 
 

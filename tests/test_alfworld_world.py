@@ -102,7 +102,44 @@ def test_exact_commands_only_and_move_grammar() -> None:
     assert g.step("put apple 2 in/on countertop 1") == NOTHING
     assert g.step("put apple 2 on countertop 1") == NOTHING
     assert "help" in g.admissible()
-    assert g.step("  Move apple 2 to countertop 1 ") == "You move the apple 2 to the countertop 1."
+    assert g.step("Move apple 2 to countertop 1") == NOTHING  # case and inner spacing must match, as in TextWorld
+    assert g.step("move apple 2  to countertop 1") == NOTHING
+    assert g.step("  move apple 2 to countertop 1 ") == "You move the apple 2 to the countertop 1."
+    assert g.step("help").startswith("Available commands:\n  look:")
+
+
+def test_original_quirks_examine_lamp_states_and_fridge() -> None:
+    g = Game(tiny())
+    play(g, "go to sinkbasin 1")
+    assert "examine apple 2" not in g.admissible() and g.step("examine apple 2") == NOTHING  # only the held object
+    assert g.step("look") == "You are facing the sinkbasin 1. Next to it, you see nothing."
+    play(g, "take apple 2 from sinkbasin 1")
+    assert g.step("examine apple 2") == "There's nothing special about apple 2."
+    assert g.step("clean apple 2 with sinkbasin 1") == "You clean the apple 2 using the sinkbasin 1."
+    play(g, "go to microwave 1", "heat apple 2 with microwave 1")
+    assert g.step("examine apple 2") == "This is a hot and clean apple 2."
+    fridge = AlfTask("f", "pick_cool_then_place_in_recep", "cool some apple and put it in countertop", "apple", "countertop",
+                     "", "kitchen", "FloorPlan1", (("fridge 1", True, False), ("countertop 1", False, False)),
+                     (("apple 1", "fridge 1"), ("tomato 1", "fridge 1")))
+    g = Game(fridge)
+    assert g.step("look") == "You are in the middle of a room. Looking quickly around you, you see nothing."
+    play(g, "go to fridge 1", "open fridge 1", "take apple 1 from fridge 1")
+    assert g.step("examine apple 1") == "This is a cold apple 1."  # the target type starts cool in the fridge
+    play(g, "put apple 1 in/on fridge 1", "take tomato 1 from fridge 1")
+    assert g.step("examine tomato 1") == "There's nothing special about tomato 1."
+    assert "cool tomato 1 with fridge 1" in g.admissible()
+    play(g, "put tomato 1 in/on fridge 1", "take apple 1 from fridge 1", "go to countertop 1", "put apple 1 in/on countertop 1")
+    assert g.won
+    t = tiny("look_at_obj_in_light", "look at apple under the desklamp", "", "desklamp")
+    g = Game(t)
+    play(g, "go to desk 1")
+    assert [g.step("use desklamp 1") for _ in range(2)] == ["You turn on the desklamp 1."] * 2  # never "off"
+    play(g, "go to sinkbasin 1", "take apple 2 from sinkbasin 1")
+    assert not g.won and "clean tomato 1 with sinkbasin 1" not in g.admissible()
+    play(g, "go to desk 1")
+    assert g.won  # the lamp was used before: the goal holds on arrival
+    play(g, "go to countertop 1")
+    assert not g.won  # ... and no longer away from it, as the engine checks the goal state
 
 
 def test_lamp_and_containment_rules() -> None:

@@ -4,7 +4,10 @@ A *layout* is one floor plan: a room kind and its receptacles, fixed by the plan
 (``FloorPlan7``). Splits separate layouts as ALFWorld does: ``train`` and ``valid_seen``
 use the seen plans, ``valid_unseen`` and ``test`` only held-out plans, so held-out
 evaluation is meaningful. Each task has its own ``random.Random`` seeded from the split
-and index; the six task types come in equal shares, round robin.
+and index; the six task types come in equal shares, round robin. Tasks follow the original
+game's rules (``scenes.ACCEPTS``, ``scenes.ELIGIBLE``): objects start only in receptacles that
+can hold them, the destination accepts the target, and only cleanable/heatable/coolable
+objects are targets of those tasks, so every task can be won in the original engine too.
 """
 from __future__ import annotations
 
@@ -83,9 +86,10 @@ def _try_task(rng: random.Random, split: str, index: int, task_type: str) -> Alf
     if transform and APPLIANCE_OF[transform] not in types_here:
         return None
     look = task_type == "look_at_obj_in_light"
-    pool = [o for o in objects if (not transform or o in S.TRANSFORMABLE[transform]) and (not look or o in S.LOOKABLE)]
+    pool = [o for o in objects if (not transform or (o in S.TRANSFORMABLE[transform] and o in S.ELIGIBLE[transform]))
+            and (not look or o in S.LOOKABLE)]
     target = rng.choice(pool)
-    spots = [t for t in objects[target] if t in types_here]
+    spots = [t for t in objects[target] if t in types_here and S.can_contain(t, target)]
     if not spots:
         return None
     dest, toggle = "", ""
@@ -107,7 +111,8 @@ def _try_task(rng: random.Random, split: str, index: int, task_type: str) -> Alf
     counts: dict[str, int] = {}
 
     def put(obj_type: str, allowed: list[str]) -> None:
-        cands = [r for t in allowed for r in by_type.get(t, [])]
+        # objects start only where the original's receptacle table lets them be (lamps stand on their spots)
+        cands = [r for t in allowed if obj_type in S.LAMPS or S.can_contain(t, obj_type) for r in by_type.get(t, [])]
         if cands:
             counts[obj_type] = counts.get(obj_type, 0) + 1
             placed.append((f"{obj_type} {counts[obj_type]}", rng.choice(cands)))

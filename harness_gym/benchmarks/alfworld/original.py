@@ -5,12 +5,16 @@ under ``data_dir`` (``alfworld-download`` puts them in ``$ALFWORLD_DATA``); ``Or
 plays one through TextWorld's PDDL engine with ALFWorld's demangler, behind the same
 interface as the embedded world (raw observation, ``admissible_commands``, ``won``).
 Install with ``pip install alfworld`` (it pulls textworld); nothing is downloaded at run
-time. Tasks keep the goal fields the sim and ctx use; the scene itself stays in the game.
+time. As ALFWorld's ``AlfredTWEnv`` does, games marked unsolvable (or never checked) are
+skipped, and so are movable-receptacle and sliced ones. The goal fields the sim and ctx use
+come from the game itself: the goal text from its grammar, target/destination/lamp types
+from its PDDL goal (not from the human annotation, which rarely matches a template).
 """
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -54,27 +58,67 @@ def _require() -> Any:
     return textworld
 
 
+_GOAL_TEXT = re.compile(r"Your task is to: (.*?)\.?\"")
+_OBJECT_TYPE = re.compile(r"\(objectType \?(\w+) (\w+?)Type\)", re.I)
+_RECEP_TYPE = re.compile(r"\(receptacleType \?\w+ (\w+?)Type\)", re.I)
+
+
+def goal_fields(game: dict[str, Any], task_type: str) -> dict[str, str]:
+    """``goal``, ``target_type``, ``destination_type``, ``toggle_type`` of a ``game.tw-pddl`` document:
+    the goal text the game shows (its grammar) and the types its PDDL goal names."""
+    m = _GOAL_TEXT.search(str(game.get("grammar", "")))
+    goal = m.group(1).strip().rstrip(".").lower() if m else ""
+    problem = str(game.get("pddl_problem", ""))
+    at = problem.lower().find("(:goal")
+    pddl_goal = problem[at:] if at >= 0 else ""
+    types = {var.lower(): name.lower() for var, name in _OBJECT_TYPE.findall(pddl_goal)}
+    recep = _RECEP_TYPE.search(pddl_goal)
+    toggled = set(re.findall(r"\(toggleable \?(\w+)\)", pddl_goal, re.I))
+    toggle = next((types[v.lower()] for v in toggled if v.lower() in types), "")
+    target = next((t for v, t in types.items() if v not in {x.lower() for x in toggled}), "")
+    if not goal or not target:
+        g = parse_goal(goal)  # a goal the PDDL does not spell out: fall back on the text's template
+        target = target or g["target_type"]
+    return {"goal": goal, "target_type": target, "toggle_type": toggle if task_type == "look_at_obj_in_light" else "",
+            "destination_type": recep.group(1).lower() if recep and task_type != "look_at_obj_in_light" else ""}
+
+
+def read_game(path: Path) -> dict[str, Any]:
+    """A ``game.tw-pddl`` document, or a one-line ``TaskDataError`` naming the file and why."""
+    try:
+        game = json.loads(Path(path).read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise TaskDataError(one_line(f"cannot read ALFWorld game {path}: {type(exc).__name__}: {exc}")) from None
+    if not isinstance(game, dict):
+        raise TaskDataError(one_line(f"ALFWorld game {path} is not a JSON object (a {type(game).__name__})"))
+    missing = [k for k in ("pddl_domain", "grammar", "pddl_problem") if not isinstance(game.get(k), str)]
+    if missing:
+        raise TaskDataError(one_line(f"ALFWorld game {path} lacks {', '.join(missing)} (not a game.tw-pddl file)"))
+    return game
+
+
 def load_split(split: str, data_dir: Path) -> list[OriginalTask]:
+    """The playable games of ``split``: solvable ones of the six task types (``AlfredTWEnv``'s rules)."""
     root = Path(data_dir) / "json_2.1.1" / split
     if not root.is_dir():
         raise TaskDataError(one_line(f"no ALFWorld games at {root}: expected json_2.1.1/{split}/ under data_dir; {INSTALL}"))
-    tasks = []
-    for game in sorted(root.glob("*/trial_*/game.tw-pddl")):
-        task_type = game.parent.parent.name.split("-")[0]
-        if task_type not in TASK_TYPES or "movable" in game.parent.parent.name or "Sliced" in game.parent.parent.name:
+    tasks, skipped = [], 0
+    for game_path in sorted(root.glob("*/trial_*/game.tw-pddl")):
+        folder = game_path.parent.parent.name
+        task_type = folder.split("-")[0]
+        if task_type not in TASK_TYPES or "movable" in folder or "Sliced" in folder:
             continue
-        traj = game.parent / "traj_data.json"
-        goal_text = ""
-        if traj.exists():
-            anns = json.loads(traj.read_text()).get("turk_annotations", {}).get("anns", [{}])
-            goal_text = str(anns[0].get("task_desc", "")).lower().rstrip(".")
-        g = parse_goal(goal_text)
-        sha = hashlib.sha256(game.read_bytes()).hexdigest()
-        rel = game.relative_to(root).parent.as_posix()
-        tasks.append(OriginalTask(f"alfworld-{split}/{rel}", task_type, goal_text, g["target_type"],
-                                  g["destination_type"], g["toggle_type"], str(game), sha))
+        game = read_game(game_path)
+        if not game.get("solvable"):
+            skipped += 1  # marked unsolvable, or never checked (AlfredTWEnv skips both)
+            continue
+        g = goal_fields(game, task_type)
+        sha = hashlib.sha256(game_path.read_bytes()).hexdigest()
+        rel = game_path.relative_to(root).parent.as_posix()
+        tasks.append(OriginalTask(f"alfworld-{split}/{rel}", task_type, g["goal"], g["target_type"],
+                                  g["destination_type"], g["toggle_type"], str(game_path), sha))
     if not tasks:
-        raise TaskDataError(one_line(f"no playable game.tw-pddl files under {root}"))
+        raise TaskDataError(one_line(f"no playable game.tw-pddl files under {root} ({skipped} marked unsolvable)"))
     return tasks
 
 
@@ -99,7 +143,7 @@ class OriginalWorld(AlfWorldBase):
             self.env = textworld.gym.make(env_id)
             obs, info = self.env.reset()
         except Exception as exc:  # the game engine failed: an environment failure
-            raise WorldError(one_line(f"could not start {task.game_file}: {exc}")) from None
+            raise WorldError(one_line(f"could not start ALFWorld game {task.game_file}: {type(exc).__name__}: {exc}")) from None
         self._admissible, self._won = sorted(info["admissible_commands"]), bool(info["won"])
         return str(obs)
 

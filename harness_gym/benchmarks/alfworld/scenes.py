@@ -3,8 +3,8 @@
 Four room kinds (kitchen, bathroom, bedroom, living room) as in ALFRED's floor plans.
 Each receptacle type has a count range and whether it opens; each object type lists the
 receptacle types it may start in. ``SIMILAR_*`` are the look-alikes that real agents
-confuse (a substitute object, a neighbouring receptacle); ``CAN_CONTAIN`` restricts the
-few receptacles that hold only certain objects (PDDL ``canContain``).
+confuse (a substitute object, a neighbouring receptacle); ``ACCEPTS`` is what each receptacle
+type holds (PDDL ``canContain``) and ``ELIGIBLE`` which objects can be cleaned/heated/cooled.
 """
 from __future__ import annotations
 
@@ -112,16 +112,72 @@ SIMILAR_RECEPTACLE = {
     "sofa": ("armchair",), "armchair": ("sofa",), "bed": ("sofa", "armchair"), "safe": ("drawer",),
     "tvstand": ("sidetable", "coffeetable"), "coffeemachine": ("countertop",), "stoveburner": ("countertop",),
 }
-CAN_CONTAIN = {
-    "coffeemachine": ("mug", "cup"), "toaster": ("bread",), "towelholder": ("towel",), "handtowelholder": ("handtowel",),
-    "toiletpaperhanger": ("toiletpaper",), "stoveburner": ("pan", "pot", "kettle"),
-}
+# what each receptacle type accepts (PDDL ``canContain``): ALFWorld's receptacle/object table
+# (``VAL_RECEPTACLE_OBJECTS``, SideTable/CoffeeTable/DiningTable as TableTop) restricted to the
+# types these rooms hold; ``put``/``move`` onto anything else is not admissible.
+ACCEPTS: dict[str, frozenset[str]] = {k: frozenset(v.split()) for k, v in {
+    "armchair": "book box cellphone cloth creditcard keychain laptop newspaper pillow remotecontrol",
+    "bathtubbasin": "cloth dishsponge handtowel soapbar",
+    "bed": "book cellphone laptop newspaper pillow",
+    "cabinet": "book bowl box candle cd cloth cup dishsponge handtowel kettle ladle mug newspaper pan peppershaker plate pot saltshaker soapbar soapbottle spraybottle tissuebox toiletpaper vase winebottle",
+    "coffeemachine": "mug",
+    "coffeetable": "alarmclock apple book bowl box bread butterknife candle cd cellphone cloth creditcard cup dishsponge egg fork handtowel kettle keychain knife ladle laptop lettuce mug newspaper pan pen pencil peppershaker plate pot potato remotecontrol saltshaker soapbar soapbottle spatula spoon spraybottle statue tissuebox toiletpaper tomato vase watch winebottle",
+    "countertop": "alarmclock apple book bowl box bread butterknife candle cd cellphone cloth creditcard cup dishsponge egg fork handtowel kettle keychain knife ladle laptop lettuce mug newspaper pan pen pencil peppershaker plate pot potato remotecontrol saltshaker soapbar soapbottle spatula spoon spraybottle statue tissuebox toiletpaper tomato vase watch winebottle",
+    "desk": "alarmclock book bowl box candle cd cellphone cloth creditcard cup keychain laptop mug newspaper pen pencil plate remotecontrol soapbottle spraybottle statue tissuebox toiletpaper vase watch winebottle",
+    "diningtable": "alarmclock apple book bowl box bread butterknife candle cd cellphone cloth creditcard cup dishsponge egg fork handtowel kettle keychain knife ladle laptop lettuce mug newspaper pan pen pencil peppershaker plate pot potato remotecontrol saltshaker soapbar soapbottle spatula spoon spraybottle statue tissuebox toiletpaper tomato vase watch winebottle",
+    "drawer": "book butterknife candle cd cellphone cloth creditcard dishsponge fork handtowel keychain knife ladle newspaper pen pencil peppershaker remotecontrol saltshaker soapbar soapbottle spatula spoon spraybottle tissuebox toiletpaper watch",
+    "dresser": "alarmclock book bowl box candle cd cellphone cloth creditcard cup keychain laptop mug newspaper pen pencil plate remotecontrol spraybottle statue tissuebox toiletpaper vase watch winebottle",
+    "fridge": "apple bowl bread cup egg lettuce mug pan plate pot potato tomato winebottle",
+    "garbagecan": "apple bread cd cloth dishsponge egg handtowel lettuce newspaper pen pencil potato soapbar soapbottle spraybottle tissuebox toiletpaper tomato winebottle",
+    "handtowelholder": "handtowel",
+    "laundryhamper": "cloth",
+    "microwave": "apple bowl bread cup egg mug plate potato tomato",
+    "safe": "cd cellphone creditcard keychain statue vase watch",
+    "shelf": "alarmclock book bowl box candle cd cellphone cloth creditcard cup dishsponge handtowel kettle keychain mug newspaper pen pencil peppershaker plate pot remotecontrol saltshaker soapbar soapbottle spraybottle statue tissuebox toiletpaper vase watch winebottle",
+    "sidetable": "alarmclock apple book bowl box bread butterknife candle cd cellphone cloth creditcard cup dishsponge egg fork handtowel kettle keychain knife ladle laptop lettuce mug newspaper pan pen pencil peppershaker plate pot potato remotecontrol saltshaker soapbar soapbottle spatula spoon spraybottle statue tissuebox toiletpaper tomato vase watch winebottle",
+    "sinkbasin": "apple bowl butterknife cloth cup dishsponge egg fork handtowel kettle knife ladle lettuce mug pan plate pot potato soapbar spatula spoon tomato",
+    "sofa": "book box cellphone cloth creditcard keychain laptop newspaper pillow remotecontrol",
+    "stoveburner": "kettle pan pot",
+    "toaster": "",
+    "toilet": "candle cloth dishsponge handtowel newspaper soapbar soapbottle spraybottle tissuebox toiletpaper",
+    "toiletpaperhanger": "toiletpaper",
+    "towelholder": "towel",
+    "tvstand": "tissuebox",
+}.items()}
+# object properties the original PDDL problems state (``VAL_ACTION_OBJECTS``): clean/heat/cool
+# are admissible only for these (and only they can be the target of such a task)
+CLEANABLE = frozenset("apple bowl butterknife cloth cup dishsponge egg fork kettle knife ladle lettuce mug pan plate "
+                      "pot potato soapbar spatula spoon tomato".split())
+HEATABLE = frozenset("apple bread cup egg mug plate potato tomato".split())
+COOLABLE = frozenset("apple bowl bread cup egg lettuce mug pan plate pot potato tomato winebottle".split())
+ELIGIBLE = {"clean": CLEANABLE, "heat": HEATABLE, "cool": COOLABLE}
 # where each room kind's floor plans start (AI2-THOR numbering) and which are held out
 PLAN_BASE = {"kitchen": 0, "livingroom": 200, "bedroom": 300, "bathroom": 400}
 SEEN_PLANS = range(1, 26)    # FloorPlan{base+1..base+25}: train / valid_seen
 UNSEEN_PLANS = range(26, 31)  # FloorPlan{base+26..base+30}: valid_unseen / test
 
+# AI2-THOR class names of the types (the original PDDL ids: they fix the engine's listing order)
+THOR_NAME = {
+    "alarmclock": "AlarmClock", "apple": "Apple", "armchair": "ArmChair", "bathtubbasin": "BathtubBasin", "bed": "Bed",
+    "book": "Book", "bowl": "Bowl", "box": "Box", "bread": "Bread", "butterknife": "ButterKnife", "cabinet": "Cabinet",
+    "candle": "Candle", "cd": "CD", "cellphone": "CellPhone", "cloth": "Cloth", "coffeemachine": "CoffeeMachine",
+    "coffeetable": "CoffeeTable", "countertop": "CounterTop", "creditcard": "CreditCard", "cup": "Cup", "desk": "Desk",
+    "desklamp": "DeskLamp", "diningtable": "DiningTable", "dishsponge": "DishSponge", "drawer": "Drawer",
+    "dresser": "Dresser", "egg": "Egg", "floorlamp": "FloorLamp", "fork": "Fork", "fridge": "Fridge",
+    "garbagecan": "GarbageCan", "handtowel": "HandTowel", "handtowelholder": "HandTowelHolder", "kettle": "Kettle",
+    "keychain": "KeyChain", "knife": "Knife", "ladle": "Ladle", "laptop": "Laptop", "laundryhamper": "LaundryHamper",
+    "lettuce": "Lettuce", "microwave": "Microwave", "mug": "Mug", "newspaper": "Newspaper", "pan": "Pan", "pen": "Pen",
+    "pencil": "Pencil", "peppershaker": "PepperShaker", "pillow": "Pillow", "plate": "Plate", "pot": "Pot",
+    "potato": "Potato", "remotecontrol": "RemoteControl", "safe": "Safe", "saltshaker": "SaltShaker",
+    "scrubbrush": "ScrubBrush", "shelf": "Shelf", "sidetable": "SideTable", "sinkbasin": "SinkBasin",
+    "soapbar": "SoapBar", "soapbottle": "SoapBottle", "sofa": "Sofa", "spatula": "Spatula", "spoon": "Spoon",
+    "spraybottle": "SprayBottle", "statue": "Statue", "stoveburner": "StoveBurner", "tissuebox": "TissueBox",
+    "toaster": "Toaster", "toilet": "Toilet", "toiletpaper": "ToiletPaper", "toiletpaperhanger": "ToiletPaperHanger",
+    "tomato": "Tomato", "towel": "Towel", "towelholder": "TowelHolder", "tvstand": "TVStand", "vase": "Vase",
+    "watch": "Watch", "winebottle": "WineBottle",
+}
+BASINS = {"sinkbasin": "Sink", "bathtubbasin": "Bathtub"}  # AI2-THOR: Sink|x|y|z|SinkBasin
+
 
 def can_contain(recep_type: str, obj_type: str) -> bool:
-    allowed = CAN_CONTAIN.get(recep_type)
-    return allowed is None or obj_type in allowed
+    return obj_type in ACCEPTS.get(recep_type, ())

@@ -2,8 +2,10 @@
 
 World backends: ``local`` (embedded game, classic grammar), ``local:move`` (the 2024
 ``move X to Y`` grammar), ``http://host:port`` (a ``targets/alfworld/server.py``
-process; append ``#move`` for the new grammar) and ``original`` (the ``alfworld``
-package's TextWorld games; needs ``data_dir``/``$ALFWORLD_DATA``).
+process; append ``#move`` for the new grammar), ``textworld`` / ``textworld:move`` (the
+embedded scenes compiled to ``game.tw-pddl`` files and played by the original engine:
+``alfworld`` + ``textworld`` + ``fast-downward-textworld``, ``pip install 'harness-gym[alfworld]'``)
+and ``original`` (the ``alfworld`` package's TextWorld games; needs ``data_dir``/``$ALFWORLD_DATA``).
 """
 from __future__ import annotations
 
@@ -30,12 +32,19 @@ def world_factory(backend: str) -> Callable[[], World]:
 
         url, _, grammar = backend.partition("#")
         return lambda: RemoteWorld(url, grammar or "classic")
+    if backend in ("textworld", "textworld:classic", "textworld:move"):
+        from harness_gym.benchmarks.alfworld.twgame import TextWorldWorld, _require
+
+        _require()  # a missing package is a configuration error now, not at the first episode
+        grammar = "move" if backend.endswith(":move") else "classic"
+        return lambda: TextWorldWorld(grammar)
     if backend == "original":
         from harness_gym.benchmarks.alfworld.original import OriginalWorld
 
         return lambda: OriginalWorld()
     raise ConfigError(
-        f"backend={backend!r}: expected 'local', 'local:move', 'http://host:port[#move]' or 'original' for alfworld"
+        f"backend={backend!r}: expected 'local', 'local:move', 'textworld', 'textworld:move', 'http://host:port[#move]' "
+        "or 'original' for alfworld"
     )
 
 

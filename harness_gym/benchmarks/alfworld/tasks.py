@@ -34,7 +34,9 @@ class AlfTask:
 
     ``receptacles`` are ``(name, openable, open_at_start)`` in room order; ``objects`` are
     ``(name, receptacle)`` in listing order. ``destination_type`` is empty for look tasks,
-    ``toggle_type`` empty for the others.
+    ``toggle_type`` empty for the others. ``shared`` lists groups of receptacles that stand
+    at one location (as ALFWorld's stove burners often do): arriving at one, the agent can
+    use all of them.
     """
 
     task_id: str
@@ -48,15 +50,20 @@ class AlfTask:
     receptacles: tuple[tuple[str, bool, bool], ...]
     objects: tuple[tuple[str, str], ...]
     split: str = ""
+    shared: tuple[tuple[str, ...], ...] = ()
 
     @property
     def transform(self) -> str:
         return TRANSFORM_OF.get(self.task_type, "")
 
     def identity(self) -> str:
-        return digest({"type": self.task_type, "goal": self.goal, "target": self.target_type,
-                       "destination": self.destination_type, "toggle": self.toggle_type, "layout": self.layout,
-                       "receptacles": [list(r) for r in self.receptacles], "objects": [list(o) for o in self.objects]})
+        content: dict[str, Any] = {
+            "type": self.task_type, "goal": self.goal, "target": self.target_type, "destination": self.destination_type,
+            "toggle": self.toggle_type, "layout": self.layout, "receptacles": [list(r) for r in self.receptacles],
+            "objects": [list(o) for o in self.objects]}
+        if self.shared:
+            content["shared"] = [list(g) for g in self.shared]
+        return digest(content)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -66,6 +73,7 @@ class AlfTask:
         d = dict(data)
         d["receptacles"] = tuple((str(n), bool(o), bool(s)) for n, o, s in d["receptacles"])
         d["objects"] = tuple((str(n), str(r)) for n, r in d["objects"])
+        d["shared"] = tuple(tuple(str(n) for n in g) for g in d.get("shared", ()))
         return cls(**d)
 
 
