@@ -243,7 +243,11 @@ def test_tampered_patch_validity_and_patch(forge: Callable, honest: dict, rows: 
     (b"{", "not valid UTF-8 JSON"),
     (b'{"a": 1e999}', "1e999 overflows to inf"),
     (b"[" * 200_000 + b"]" * 200_000, "nested too deeply"),
-    (b'{"seed": 1' + b"0" * 5000 + b"}", "not valid UTF-8 JSON"),
+    (b'{"seed": 1' + b"0" * 5000 + b"}", "is over 2\\*\\*53"),  # refused before int() meets its 4300-digit limit
+    # integers a float cannot hold: float() in verify and render would overflow (OverflowError, not a verdict)
+    (b'{"reward": 1' + b"0" * 400 + b"}", "integer 10000000000000000000… is over 2\\*\\*53"),
+    (b'{"top_p": -1' + b"0" * 30 + b"}", "integer -1000000000000000000… is over 2\\*\\*53"),
+    (b'{"seed": 9007199254740993}', "is over 2\\*\\*53"),
 ])
 def test_unreadable_files(tmp_path: Path, text: bytes, expected: str) -> None:
     path = tmp_path / "x.json"
@@ -259,6 +263,35 @@ def test_symlinks_and_huge_files_are_refused(tmp_path: Path) -> None:
     (tmp_path / "big.json").write_bytes(b" " * (8 * 1024 * 1024 + 1))
     with pytest.raises(SubmissionError, match="8388609 bytes; a submission is at most 8388608 bytes"):
         load_submission(tmp_path / "big.json")
+
+
+def test_fifos_and_directories_are_refused(tmp_path: Path) -> None:
+    import os
+
+    os.mkfifo(tmp_path / "x.json")  # reading it would block verify/render forever
+    with pytest.raises(SubmissionError, match="not a regular file"):
+        load_submission(tmp_path / "x.json")
+    (tmp_path / "d.json").mkdir()
+    with pytest.raises(SubmissionError, match="a directory"):
+        load_submission(tmp_path / "d.json")
+
+
+@pytest.mark.parametrize(("where", "value"), [
+    (("episodes", 0, "seed"), 0.0), (("attempts",), 1.0), (("env", "kwargs", "batch_size"), 10.0),
+    (("target", "sampling", "max_tokens"), 4096.0), (("env", "kwargs", "heldout_batch_size"), 10.0),
+    (("episodes", 0, "claimed", "reward"), 10 ** 400), (("target", "sampling", "temperature"), -10 ** 30),
+    (("episodes", 0, "claimed", "heldout_delta"), float("nan")), (("target", "sampling", "top_p"), float("inf")),
+])
+def test_numbers_of_the_wrong_kind(forge: Callable, where: tuple, value: Any) -> None:
+    """Integers written as floats (JSON Schema counts 1.0 as an integer) and numbers a float cannot hold,
+    given as a dict (a file never gets this far: see test_unreadable_files): schema errors, never an exception."""
+    def put(sub: dict) -> None:
+        node = sub
+        for key in where[:-1]:
+            node = node[key]
+        node[where[-1]] = value
+
+    _rejected(forge(put), starts="rejected: schema: $." + ".".join(str(k) if isinstance(k, str) else "" for k in where).replace("..", "[0]."))
 
 
 def test_name_must_be_the_file_name(honest: dict, tmp_path: Path) -> None:
