@@ -34,6 +34,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
@@ -70,6 +71,7 @@ class CallResult:
     value: Any
     nb: dict
     error: str | None = None
+    elapsed_s: float = 0.0  # how long the worker had the call (not the wait for a free slot, not a worker's start)
 
 
 @dataclass(eq=False)
@@ -184,19 +186,23 @@ class SandboxPool:
         sem = self._semaphore()
         async with sem:
             worker = await self._acquire(sha)
+            started = time.monotonic()
             try:
                 reply = await asyncio.wait_for(self._exchange(worker, request, code), self.call_timeout_s)
             except asyncio.TimeoutError:
                 self._discard(worker)
-                return CallResult(False, None, nb, f"timeout after {self.call_timeout_s:g}s")
+                return CallResult(False, None, nb, f"timeout after {self.call_timeout_s:g}s", self.call_timeout_s)
             except _WorkerDied as exc:
                 self._discard(worker)
-                return CallResult(False, None, nb, one_line(f"worker crashed ({exc})"))
+                return CallResult(False, None, nb, one_line(f"worker crashed ({exc})"), time.monotonic() - started)
             except BaseException:
                 self._discard(worker)
                 raise
+            elapsed = time.monotonic() - started
             self._release(worker, reply)
-        return self._result(reply, nb)
+        result = self._result(reply, nb)
+        result.elapsed_s = elapsed
+        return result
 
     async def close(self) -> None:
         """Stop every worker and remove the working directory."""
