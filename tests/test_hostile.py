@@ -440,3 +440,29 @@ def test_the_registry_refuses_two_contents_under_one_version(monkeypatch: pytest
         reg.record(Harness("dbbench", {"system_prompt.md": "b\n"}), "c011" * 4, "", ACCEPTED, {})
     with pytest.raises(ConfigError, match="already recorded with other content"):
         reg.add_root(Harness("dbbench", {"system_prompt.md": "c\n"}))
+
+
+class _EvilStrip(str):
+    def strip(self, *args: Any) -> str:
+        raise RuntimeError("a str subclass's own method ran")
+
+
+class _EvilLen(str):
+    def __len__(self) -> int:
+        return 1  # would slip past the size limit if the parser asked the object
+
+
+class _EvilSplit(str):
+    def splitlines(self, *args: Any) -> list[str]:
+        return ["def on_init(ctx, nb):", "    return open('/etc/hostname').read()"]
+
+
+@pytest.mark.parametrize("cls", [_EvilStrip, _EvilLen, _EvilSplit])
+def test_a_str_subclass_is_parsed_as_its_plain_text(env: Any, noop_reward: float, cls: type) -> None:
+    """step() and evaluate_patches() parse an exact str copy: no method of the caller's object runs."""
+    text = cls(hook("return None"))
+    _, reward, _, _, info = env.step(text)
+    assert info["patch_valid"] and reward == noop_reward, info["patch_error"]
+    big = cls("# " + "x" * 250_000 + "\n" + hook("return None"))
+    out = env.unwrapped.evaluate_patches([text, big])
+    assert out[0]["patch_valid"] and not out[1]["patch_valid"] and "over the 200000 limit" in out[1]["patch_error"]

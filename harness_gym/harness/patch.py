@@ -130,11 +130,13 @@ def _decode(text: str | bytes) -> str:
         if len(text) > 4 * MAX_PATCH_CHARS:  # UTF-8 takes at most 4 bytes a character: over the limit either way
             raise _err(f"patch has {len(text)} bytes, over the {MAX_PATCH_CHARS}-character limit; send a smaller patch")
         try:
-            text = bytes(text).decode("utf-8")
+            text = bytes.decode(bytes(text), "utf-8")
         except UnicodeDecodeError as exc:
             raise _err(f"patch bytes are not UTF-8 (bad byte at offset {exc.start}); send UTF-8 text") from None
     if not isinstance(text, str):
         raise _err(f"patch must be str or bytes, got {type(text).__name__}")
+    if type(text) is not str:  # a str subclass's own strip/split/__len__ never run here: parse an exact copy
+        text = str.__str__(text)
     if len(text) > MAX_PATCH_CHARS:
         raise _err(f"patch has {len(text)} chars, over the {MAX_PATCH_CHARS} limit; send a smaller patch")
     text = check_text(text, "patch")
