@@ -186,3 +186,31 @@ def test_a_folder_that_is_also_a_file_is_rejected_both_ways() -> None:
     assert "both a file and a folder" in _one_line_error(_new_file("notes"), with_notes)
     assert "both a file and a folder" in _one_line_error(_new_file("Notes"), with_notes)
     assert parse_patch(_new_file("notes/b.md"), with_notes).changes == (("notes/b.md", "x\n"),)  # siblings are fine
+
+
+def test_a_shared_rollout_cache_never_serves_a_run_made_under_other_rules(tmp_path: object) -> None:
+    """Two evaluators on one cache (a shared ``cache_dir``): another protocol (the short-run callers'
+    ``max_rounds``) or other hook limits (a 1.5 s hook is a timeout at 0.5 s, an effect at 3 s) are
+    other runs, never a cache hit."""
+    from harness_gym.evaluation.cache import RolloutCache
+
+    spec = get_benchmark("dbbench")
+    hostile = spec.default_harness().with_files({"hooks/01_module.py": BLOCK_ALL})
+    tasks = spec.load_tasks("test", None)[:2]
+    cache = RolloutCache(tmp_path)  # type: ignore[arg-type]
+    runs = []
+    for the_spec, timeout in ((spec, 2.0), (dataclasses.replace(spec, protocol={**spec.protocol, "max_rounds": 3}), 2.0),
+                              (spec, 0.5)):
+        ev = Evaluator(the_spec, SimBackend(), world_backend="sqlite", cache=cache, sandbox_timeout_s=timeout)
+        try:
+            runs.append(ev.evaluate(hostile, tasks, [0, 1]))
+        finally:
+            ev.close()
+    assert cache.hits == 0 and cache.misses == 3, (cache.hits, cache.misses)
+    assert [r.rounds for r in runs[0]] == [20, 20] and [r.rounds for r in runs[1]] == [3, 3]
+    ev = Evaluator(spec, SimBackend(), world_backend="sqlite", cache=RolloutCache(tmp_path), sandbox_timeout_s=2.0)  # type: ignore[arg-type]
+    try:
+        again = ev.evaluate(hostile, tasks, [0, 1])
+        assert ev.cache.hits == 1 and [r.to_dict() for r in again] == [r.to_dict() for r in runs[0]]  # same rules: served
+    finally:
+        ev.close()

@@ -60,6 +60,7 @@ START_ATTEMPTS = 3
 RECYCLE_CPU_S = 60.0
 INNER_ALARM_FRACTION = 0.8
 DEFAULT_MAX_IDLE = 8
+DEFAULT_LINE_BUDGET = 2000  # traced hook lines per call
 MAX_SERVED_RECORDS = 4096
 
 
@@ -119,7 +120,7 @@ def _wake(fut: asyncio.Future) -> None:
 class SandboxPool:
     """Runs ``entry(ctx, nb)`` from hook ``code`` in isolated worker processes."""
 
-    def __init__(self, workers: int = 2, call_timeout_s: float = 2.0, line_budget: int = 2000,
+    def __init__(self, workers: int = 2, call_timeout_s: float = 2.0, line_budget: int = DEFAULT_LINE_BUDGET,
                  isolation: str | None = None, max_idle: int = DEFAULT_MAX_IDLE) -> None:
         if workers < 1:
             raise SandboxError(one_line(f"workers must be >= 1, got {workers}"))
