@@ -394,18 +394,54 @@ def _fake(name: str, same: list[float], held: list[float] | None, policy: str | 
             "attempts": 1, "episodes": eps}
 
 
+def _record_all(tmp_path: Path, paths: list[Path]) -> None:
+    """Records as the maintainers' rerun would write them (the fakes do not rerun; render reads only records)."""
+    from harness_gym.leaderboard.verify import Verdict
+
+    for path in paths:
+        write_record(tmp_path, load_submission(path), Verdict(REPRODUCED, TABLE.episodes, "accepted", TABLE.key), TABLE)
+
+
+def _ranked_rows(page: str) -> list[str]:
+    return [line.split("|")[2].strip() for line in page.splitlines() if line.startswith("| ") and line[2].isdigit()]
+
+
 def test_render_ranks_per_table_on_heldout_delta(tmp_path: Path) -> None:
-    _tree(tmp_path, [_fake("overfit", [0.5], [0.0, 0.1]), _fake("general", [0.2, 0.3], [0.2]), _fake("no-heldout", [0.9], None)])
+    _record_all(tmp_path, _tree(tmp_path, [_fake("overfit", [0.5], [0.0, 0.1]), _fake("general", [0.2, 0.3], [0.2]),
+                                           _fake("no-heldout", [0.9], None)]))
     written = render(tmp_path)
     assert [p.name for p in written] == ["README.md"] + [f"{p.slug}.md" for p in TABLES]
     page = (tmp_path / f"{TABLE.slug}.md").read_text(encoding="utf-8")
-    ranked = [line.split("|")[2].strip() for line in page.splitlines() if line.startswith("| ") and line[2].isdigit()]
-    assert ranked == ["[general](submissions/general.json)", "[overfit](submissions/overfit.json)",
-                      "[no-heldout](submissions/no-heldout.json)"]
+    assert _ranked_rows(page) == ["[general](submissions/general.json)", "[overfit](submissions/overfit.json)",
+                                  "[no-heldout](submissions/no-heldout.json)"]
     assert "+0.200 [+0.200, +0.200]" in page and "same-batch Δ (no held-out numbers)" in page
     assert "No submissions yet." in (tmp_path / "HarnessEdit-DBBench-v0--smol.md").read_text(encoding="utf-8")
     readme = (tmp_path / "README.md").read_text(encoding="utf-8")
     assert "## Protocol" in readme and "base_seed + i" in readme
+
+
+@pytest.mark.parametrize("state", ["unverified", "stale", "record_of_a_limited_rerun"])
+def test_claims_nobody_reran_are_never_ranked(tmp_path: Path, state: str) -> None:
+    """A forged file in submissions/ (perfect claims, no record; or a record of other bytes) is listed
+    after the ✓ rows without a rank, whatever it claims: only a rerun ranks."""
+    paths = _tree(tmp_path, [_fake("honest", [0.1], [0.05]), _fake("forged", [1.0], [1.0], policy="Best Policy")])
+    _record_all(tmp_path, paths[:1])
+    if state == "stale":
+        _record_all(tmp_path, paths[1:])
+        data = json.loads(paths[1].read_text())
+        data["attempts"] = 2  # edited after the record
+        paths[1].write_text(json.dumps(data), encoding="utf-8")
+    elif state == "record_of_a_limited_rerun":
+        from harness_gym.leaderboard.verify import Verdict
+
+        write_record(tmp_path, load_submission(paths[1]), Verdict(REJECTED, 1, "rejected: episode 1", TABLE.key), TABLE)
+    render(tmp_path)
+    for page in (tmp_path / f"{TABLE.slug}.md", tmp_path / "README.md"):
+        text = page.read_text(encoding="utf-8")
+        assert _ranked_rows(text) == ["[honest](submissions/honest.json)"], page
+        rows = [line for line in text.splitlines() if "[forged](submissions/forged.json)" in line and line.startswith("| –")]
+        assert rows and "✓" not in rows[0], rows
+        assert text.index("[honest](submissions/honest.json)") < text.index("[forged](submissions/forged.json)")
 
 
 def test_check_mark_needs_a_record_matching_the_exact_bytes(tmp_path: Path, honest: dict) -> None:
