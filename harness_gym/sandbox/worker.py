@@ -37,6 +37,9 @@ import sys
 from typing import Any
 
 MAX_VALUE_BYTES = 256 * 1024
+# A worker whose peak memory passed this is discarded after its reply: freed memory need not go
+# back to the system, and up to max_idle idle workers of 1 GB each would crowd out the evaluator.
+RECYCLE_PEAK_RSS_KB = 256 * 1024
 MAX_DEPTH = 64
 HOOK_FILENAME = "<harness_hook>"
 _TAGS = ("$t", "$s", "$f", "$d")
@@ -587,7 +590,17 @@ def main(argv: list[str] | None = None) -> int:
             reply = {"status": "error", "error": _one_line(f"worker error: {type(exc).__name__} {exc}")}
         reply["id"] = rid
         reply["cpu"] = round(_cpu(), 3)
+        if _peak_rss_kb() > RECYCLE_PEAK_RSS_KB:
+            reply["recycle"] = True
         out.write(dumps(reply))
+
+
+def _peak_rss_kb() -> int:
+    """This process's peak resident memory in KB (Linux ru_maxrss; 0 where unknown)."""
+    import resource
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(peak // 1024) if sys.platform == "darwin" else int(peak)  # macOS reports bytes
 
 
 def _cpu() -> float:
