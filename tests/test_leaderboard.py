@@ -248,6 +248,8 @@ def test_tampered_patch_validity_and_patch(forge: Callable, honest: dict, rows: 
     (b'{"reward": 1' + b"0" * 400 + b"}", "integer 10000000000000000000… is over 2\\*\\*53"),
     (b'{"top_p": -1' + b"0" * 30 + b"}", "integer -1000000000000000000… is over 2\\*\\*53"),
     (b'{"seed": 9007199254740993}', "is over 2\\*\\*53"),
+    (b'{"reward": 1e308}', "number 1e308 is over 2\\*\\*53 in magnitude"),
+    (b'{"reward": -1.5e300}', "number -1.5e300 is over 2\\*\\*53 in magnitude"),
 ])
 def test_unreadable_files(tmp_path: Path, text: bytes, expected: str) -> None:
     path = tmp_path / "x.json"
@@ -263,6 +265,13 @@ def test_symlinks_and_huge_files_are_refused(tmp_path: Path) -> None:
     (tmp_path / "big.json").write_bytes(b" " * (8 * 1024 * 1024 + 1))
     with pytest.raises(SubmissionError, match="8388609 bytes; a submission is at most 8388608 bytes"):
         load_submission(tmp_path / "big.json")
+
+
+def test_render_survives_the_largest_claims_a_file_may_hold(tmp_path: Path) -> None:
+    """Claims of +-2**53 (the most the parser lets through) render; +-1e308 made the t-interval overflow."""
+    _tree(tmp_path, [_fake("extreme", [2.0 ** 53, -2.0 ** 53], [2.0 ** 53, -2.0 ** 53])])
+    render(tmp_path)
+    assert "[extreme](submissions/extreme.json)" in (tmp_path / f"{TABLE.slug}.md").read_text(encoding="utf-8")
 
 
 def test_fifos_and_directories_are_refused(tmp_path: Path) -> None:
@@ -281,6 +290,7 @@ def test_fifos_and_directories_are_refused(tmp_path: Path) -> None:
     (("target", "sampling", "max_tokens"), 4096.0), (("env", "kwargs", "heldout_batch_size"), 10.0),
     (("episodes", 0, "claimed", "reward"), 10 ** 400), (("target", "sampling", "temperature"), -10 ** 30),
     (("episodes", 0, "claimed", "heldout_delta"), float("nan")), (("target", "sampling", "top_p"), float("inf")),
+    (("episodes", 0, "claimed", "reward"), 1e308), (("episodes", 0, "claimed", "patched_score"), -1e300),
 ])
 def test_numbers_of_the_wrong_kind(forge: Callable, where: tuple, value: Any) -> None:
     """Integers written as floats (JSON Schema counts 1.0 as an integer) and numbers a float cannot hold,

@@ -150,7 +150,8 @@ def _validator() -> Any:
     """Draft 2020-12, except that an ``integer`` is an int: JSON Schema counts ``1.0`` as one, but a
     float seed, size or count would reach ``reset()``/``range()`` as a float (or pass ``==`` with
     another type), so ``"seed": 0.0`` is a schema error like ``"seed": "0"``; and every number is
-    one a float holds (integers up to 2**53, no NaN or infinity) so verify and render never overflow.
+    one a float holds (magnitude up to 2**53, no NaN or infinity) so verify and render never overflow
+    (``1e308`` and ``-1e308`` claims made the t-interval raise OverflowError in render).
     (A file never gets that far: ``parse_submission`` refuses them first; this covers dicts.)"""
     import jsonschema
 
@@ -158,7 +159,7 @@ def _validator() -> Any:
         return isinstance(value, int) and not isinstance(value, bool) and abs(value) <= MAX_INT
 
     def number(_checker: Any, value: Any) -> bool:
-        return integer(_checker, value) or (isinstance(value, float) and math.isfinite(value))
+        return integer(_checker, value) or (isinstance(value, float) and math.isfinite(value) and abs(value) <= MAX_INT)
 
     checker = jsonschema.Draft202012Validator.TYPE_CHECKER.redefine_many({"integer": integer, "number": number})
     return jsonschema.validators.extend(jsonschema.Draft202012Validator, type_checker=checker)

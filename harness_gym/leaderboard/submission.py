@@ -198,6 +198,8 @@ def _finite(text: str) -> float:
     value = float(text)
     if not math.isfinite(value):
         raise SubmissionError(f"{text[:20]} overflows to {value}; claims are finite numbers")
+    if abs(value) > MAX_INT:  # finite, but sums and squares of such claims overflow in render's interval
+        raise SubmissionError(f"number {text[:20]} is over 2**53 in magnitude; claims are ordinary numbers")
     return value
 
 
