@@ -466,3 +466,32 @@ def test_a_str_subclass_is_parsed_as_its_plain_text(env: Any, noop_reward: float
     big = cls("# " + "x" * 250_000 + "\n" + hook("return None"))
     out = env.unwrapped.evaluate_patches([text, big])
     assert out[0]["patch_valid"] and not out[1]["patch_valid"] and "over the 200000 limit" in out[1]["patch_error"]
+
+
+# ------------------------------------------------------------------ effects that could make a task "incomplete"
+
+# A task whose run raises is reported as incomplete and left out of Δ (env errors are never scored), so an
+# effect that made the world, the target or the episode loop raise could drop the tasks a patch would lose.
+EFFECT_TEXTS = ("", "x" * 700, "click[", "search[" + "a" * 600 + "]", "click[buy now]", "go to", "take from", "think:",
+                "Action: Answer\nFinal Answer: [\"1\"]", "```sql\nSELECT 1;\n```", "{0} %s %n \\", "ﾟ" * 50 + "[[[[",
+                "go to drawer 99999999999999999999", "examine " + "9" * 300, "\u00a0\u3000 look")
+
+
+def _effects_patch(text: str) -> str:
+    js = json.dumps(text)
+    return (f"def on_init(ctx, nb):\n    return {{'skills': [{js}], 'tool_hint': {js}}}\n\n"
+            f"def make_pre_hint(ctx, nb):\n    return {{'message': {js}}}\n\n"
+            f"def on_before_action(ctx, nb):\n    return {{'type': nb.get('t', 'rewrite_action'), 'action': {js}, 'message': {js}}}\n\n"
+            "def on_post_step(ctx, nb):\n    nb['t'] = 'force_action' if ctx.get('step', 0) % 2 else 'block_and_prompt'\n"
+            f"    return {{'type': 'force_action', 'action': {js}, 'message': {js}}}\n")
+
+
+@pytest.mark.parametrize("env_id", [ENV_ID, "HarnessEdit-WebShop-v0", "HarnessEdit-ALFWorld-v0"])
+def test_no_effect_makes_a_task_incomplete(env: Any, env_id: str) -> None:
+    e = env if env_id == ENV_ID else _env_for(env_id)[0]
+    for text in EFFECT_TEXTS:
+        _, _, _, _, info = e.step(_effects_patch(text))
+        if not info["patch_valid"] and "numbered ALFWorld instance actions" in info["patch_error"]:
+            continue  # ALFWorld's policy already refuses these literals
+        assert info["patch_valid"], (text[:30], info["patch_error"])
+        assert info["incomplete"] == [], (text[:30], info["incomplete"])
