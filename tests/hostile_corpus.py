@@ -171,6 +171,10 @@ CASES: tuple[Case, ...] = (
     _n("values", "return_nested_deep", "x = []\nfor i in range(200):\n    x = [x]\nreturn {'skills': ['a'], 'deep': x}", "return value rejected"),
     _n("values", "return_map_object", "return {'skills': map(str, [1])}", "return value rejected"),
     _n("values", "nb_generator", "nb['g'] = (x for x in [1])\nreturn None", "nb rejected"),
+    # lone surrogates built at run time (the patch text itself has none): not UTF-8, so never sent back
+    _n("values", "return_lone_surrogate", "return {'skills': ['a\\ud800b']}", "lone surrogate"),
+    _n("values", "nb_key_lone_surrogate", "nb['\\udfff'] = 1\nreturn None", "lone surrogate"),
+    _n("values", "surrogatepass_decode", "return {'skills': ['\\xed\\xa0\\x80'.encode('latin_1').decode('utf_8', 'surrogatepass')]}", "lone surrogate|LookupError"),
     # builtins and codecs that are not there: no import happens on a hook's behalf
     _n("absent", "codec_idna", "return {'skills': ['x'.encode('idna').decode()]}", "LookupError"),
     _n("absent", "codec_rot13", "return {'skills': ['x'.encode('rot13')]}", "LookupError"),

@@ -33,6 +33,7 @@ parent never unpickles anything from here. The parent may import this module for
 from __future__ import annotations
 
 import json
+import re
 import sys
 from typing import Any
 
@@ -43,6 +44,7 @@ RECYCLE_PEAK_RSS_KB = 256 * 1024
 MAX_DEPTH = 64
 HOOK_FILENAME = "<harness_hook>"
 _TAGS = ("$t", "$s", "$f", "$d")
+_SURROGATE = re.compile("[\ud800-\udfff]")  # not UTF-8: a reply holding one could not be written at all
 
 
 class EncodeError(ValueError):
@@ -68,11 +70,13 @@ def _to_wire(value: Any, budget: list[int], depth: int) -> Any:
         budget[0] -= len(value)
         if budget[0] < 0:
             raise EncodeError("too large")
+        if _SURROGATE.search(value):
+            raise EncodeError("a string holds a lone surrogate (not valid Unicode text)")
         return str(value)
     if isinstance(value, dict):
         keys_plain = all(type(k) is str and not k.startswith("$") for k in value)
         if keys_plain:
-            return {str(k): _to_wire(v, budget, depth + 1) for k, v in value.items()}
+            return {_to_wire(k, budget, depth + 1): _to_wire(v, budget, depth + 1) for k, v in value.items()}
         return {"$d": [[_to_wire(k, budget, depth + 1), _to_wire(v, budget, depth + 1)] for k, v in value.items()]}
     if isinstance(value, list):
         return [_to_wire(v, budget, depth + 1) for v in value]
