@@ -189,7 +189,8 @@ assert len({c.name for c in CASES}) == len(CASES), "case names must be unique"
 # A representative subset run in every env (one or more per class, both outcomes).
 EVERY_ENV = ("class_pattern_dunder", "mapping_pattern", "positional_attr", "format_map", "decorated_entry",
              "gi_frame_globals", "tb_frame", "keyword", "double_star", "fullwidth_open", "dashed_low_line_class",
-             "walrus_generator_frame", "bound_method_self", "ctx_update", "power_tower", "recursion", "huge_string")
+             "walrus_generator_frame", "bound_method_self", "ctx_update", "power_tower", "recursion", "huge_string",
+             "attribute_error_obj", "return_lone_surrogate", "nb_self_reference", "codec_idna", "keyerror_repr_bomb")
 
 
 def code_of(case: Case, entry: str) -> str:

@@ -288,6 +288,7 @@ _OTHER_ENVS: dict[str, tuple[Any, float]] = {}
 def _env_for(env_id: str) -> tuple[Any, float]:
     """A reset env of ``env_id`` and its no-op reward (WebShop, ALFWorld: built once, on first use)."""
     if env_id not in _OTHER_ENVS:
+        SENTINEL.mkdir(exist_ok=True)  # also when these tests run without the DBBench fixture
         e = gym.make(env_id, batch_size=3)
         e.unwrapped.evaluator.sandbox.call_timeout_s = CALL_TIMEOUT_S
         e.reset(seed=SEED)
@@ -304,6 +305,8 @@ def _close_other_envs() -> Iterator[None]:
     for e, _ in _OTHER_ENVS.values():
         e.close()
     _OTHER_ENVS.clear()
+    if SENTINEL.is_dir() and not any(SENTINEL.iterdir()):
+        SENTINEL.rmdir()
 
 
 def _check_case(env: Any, noop_reward: float, case: Case, fmt: str) -> None:
