@@ -153,13 +153,44 @@ CASES: tuple[Case, ...] = (
     _n("resources", "recursion_via_sorted", "return f([1])", "recursion",
        helpers="def f(x):\n    return sorted(x, key=lambda_free(x))\n\ndef lambda_free(x):\n    return f(x)\n\n"),
     _n("resources", "line_budget", "for i in range(10 ** 12):\n    nb['i'] = i", "line budget", point="on_post_step"),
+    _n("resources", "keyerror_repr_bomb", "{}[tuple([('a' * 10 ** 6,)] * 300)]", "timeout|memory"),
+    _n("resources", "nested_repr_bomb", "x = [[]]\nfor i in range(300):\n    x = [x, x]\nreturn {'skills': [str(x)]}", "timeout|memory"),
+    _n("resources", "sorted_memory_bomb", "return {'skills': [str(len(sorted(range(10 ** 9))))]}", "memory|timeout"),
+    _n("resources", "regex_alternation_bomb", "return {'skills': [str(re.match('(a|a)*b', 'a' * 40))]}", "timeout"),
+    # exceptions carrying data or objects out: their attributes hold only what the hook already had
+    _r("exceptions", "re_error_via_compile", "try:\n    re.compile('(')\nexcept Exception as e:\n    return e.pattern", "forbidden attribute 'compile'"),
+    _r("exceptions", "exception_traceback_attr", TRY + "return e.with_traceback(None).__traceback__", "forbidden attribute"),
+    _r("exceptions", "exception_notes", TRY + "e.add_note('x')\n    return e.__notes__", "forbidden attribute"),
+    _n("exceptions", "keyerror_args_out", "{}[('x' * 1000,)]", "KeyError"),
+    # AttributeError.obj is the object the lookup failed on (here ctx itself): nothing new is reached
+    _n("exceptions", "attribute_error_obj", "try:\n    ctx.nope\nexcept Exception as e:\n    return {'skills': [str(e.obj.state.nope)]}\nreturn None", "AttributeError"),
+    _n("exceptions", "stopiteration_value", "g = (x for x in [])\nreturn {'skills': [str(g.send(None))]}", "StopIteration"),
+    # values that cannot cross the boundary: self-references, depth, types without a wire form
+    _n("values", "nb_self_reference", "nb['a'] = [1]\nnb['a'].append(nb['a'])\nreturn None", "nb rejected"),
+    _n("values", "nb_contains_itself", "nb['me'] = nb\nreturn None", "nb rejected"),
+    _n("values", "return_nested_deep", "x = []\nfor i in range(200):\n    x = [x]\nreturn {'skills': ['a'], 'deep': x}", "return value rejected"),
+    _n("values", "return_map_object", "return {'skills': map(str, [1])}", "return value rejected"),
+    _n("values", "nb_generator", "nb['g'] = (x for x in [1])\nreturn None", "nb rejected"),
+    # lone surrogates built at run time (the patch text itself has none): not UTF-8, so never sent back
+    _n("values", "return_lone_surrogate", "return {'skills': ['a\\ud800b']}", "lone surrogate"),
+    _n("values", "nb_key_lone_surrogate", "nb['\\udfff'] = 1\nreturn None", "lone surrogate"),
+    _n("values", "surrogatepass_decode", "return {'skills': ['\\xed\\xa0\\x80'.encode('latin_1').decode('utf_8', 'surrogatepass')]}", "lone surrogate|LookupError"),
+    # builtins and codecs that are not there: no import happens on a hook's behalf
+    _n("absent", "codec_idna", "return {'skills': ['x'.encode('idna').decode()]}", "LookupError"),
+    _n("absent", "codec_rot13", "return {'skills': ['x'.encode('rot13')]}", "LookupError"),
+    _n("absent", "codec_zlib", "return {'skills': [str('x'.encode('utf-8').decode('zlib_codec'))]}", "LookupError"),
+    _n("absent", "iter_next", "return {'skills': [str(next(iter([1])))]}", "NameError"),
+    _n("absent", "frozenset_hash_id", "return {'skills': [str(hash(1)), str(id(ctx))]}", "NameError"),
+    _n("absent", "callable_builtin", "return {'skills': [str(callable(ctx)), str(chr(65))]}", "NameError"),
+    _r("absent", "compile_via_re", "return re.compile('a').pattern", "forbidden attribute 'compile'"),
 )
 assert len({c.name for c in CASES}) == len(CASES), "case names must be unique"
 
 # A representative subset run in every env (one or more per class, both outcomes).
 EVERY_ENV = ("class_pattern_dunder", "mapping_pattern", "positional_attr", "format_map", "decorated_entry",
              "gi_frame_globals", "tb_frame", "keyword", "double_star", "fullwidth_open", "dashed_low_line_class",
-             "walrus_generator_frame", "bound_method_self", "ctx_update", "power_tower", "recursion", "huge_string")
+             "walrus_generator_frame", "bound_method_self", "ctx_update", "power_tower", "recursion", "huge_string",
+             "attribute_error_obj", "return_lone_surrogate", "nb_self_reference", "codec_idna", "keyerror_repr_bomb")
 
 
 def code_of(case: Case, entry: str) -> str:

@@ -181,8 +181,8 @@ def test_ctx_fields_follow_harness_r1_and_only_observed_facts(monkeypatch: Any) 
     logs: list[dict] = []
     real = HookRunner.run
 
-    async def spy(self: HookRunner, point: str, ctx: dict, nb: dict) -> Any:
-        out = await real(self, point, ctx, nb)
+    async def spy(self: HookRunner, point: str, ctx: dict, nb: dict, *rest: Any) -> Any:
+        out = await real(self, point, ctx, nb, *rest)
         if point == "on_post_step":
             logs.append(out.nb["log"][-1])
         return out

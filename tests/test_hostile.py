@@ -288,6 +288,7 @@ _OTHER_ENVS: dict[str, tuple[Any, float]] = {}
 def _env_for(env_id: str) -> tuple[Any, float]:
     """A reset env of ``env_id`` and its no-op reward (WebShop, ALFWorld: built once, on first use)."""
     if env_id not in _OTHER_ENVS:
+        SENTINEL.mkdir(exist_ok=True)  # also when these tests run without the DBBench fixture
         e = gym.make(env_id, batch_size=3)
         e.unwrapped.evaluator.sandbox.call_timeout_s = CALL_TIMEOUT_S
         e.reset(seed=SEED)
@@ -304,6 +305,8 @@ def _close_other_envs() -> Iterator[None]:
     for e, _ in _OTHER_ENVS.values():
         e.close()
     _OTHER_ENVS.clear()
+    if SENTINEL.is_dir() and not any(SENTINEL.iterdir()):
+        SENTINEL.rmdir()
 
 
 def _check_case(env: Any, noop_reward: float, case: Case, fmt: str) -> None:
@@ -347,3 +350,151 @@ def test_env_scores_a_benign_patch_after_the_class_corpus(env: Any, noop_reward:
     for e, reward in _OTHER_ENVS.values():
         _, got, _, _, info = e.step(render(Case("b", "b", "nb['after'] = 1\nreturn None", "", ""), "module", e.unwrapped.config.benchmark))
         assert info["patch_valid"] and got == reward, info["patch_error"]
+
+
+# ------------------------------------------------------------------ long loops inside the per-call budgets
+
+_SLOW = "    return {'message': str(sum(range(10 ** 11)))}\n"  # C-level work: only the wall timeout stops it
+# blocks every action, so the episode runs to its round limit and the slow hooks run every round
+_BLOCK = "    return {'type': 'block_and_prompt', 'message': 'Not yet; look at the table again.'}\n"
+_SLOW_MODULE = f"def make_pre_hint(ctx, nb):\n{_SLOW}\ndef on_before_action(ctx, nb):\n{_BLOCK}"
+
+
+def _new_file(path: str, text: str) -> str:
+    lines = text.splitlines()
+    return f"--- /dev/null\n+++ b/{path}\n@@ -0,0 +1,{len(lines)} @@\n" + "".join(f"+{line}\n" for line in lines)
+
+
+SLOW_PATCHES = {
+    # one module: a hook that runs to the timeout every round
+    "module_every_round": _SLOW_MODULE,
+    # Harness-R1's 12 actions: 11 hooks that run to the timeout, one that blocks
+    "r1_twelve_actions": "<think>\nSlow.\n</think>\n<patch>" + json.dumps({"benchmark": "dbbench", "actions": [
+        *({"type": "add_code_hook", "hook": "make_pre_hint", "code": "def hook(ctx, nb):\n" + _SLOW} for _ in range(11)),
+        {"type": "add_code_hook", "hook": "on_before_action", "code": "def hook(ctx, nb):\n" + _BLOCK}]}) + "</patch>",
+    # a diff creating many hook files, each slow every round
+    "diff_many_files": "".join(_new_file(f"hooks/{i:02d}_module.py", _SLOW_MODULE) for i in range(1, 17)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SLOW_PATCHES))
+def test_hooks_that_run_to_the_timeout_every_round_are_cut_per_episode(env: Any, noop_reward: float, name: str) -> None:
+    """Each call stops at the timeout, but entries x rounds of them would hold an episode for hours
+    (16 files x 20 rounds x 0.5 s = 160 s an episode here, 2 s calls and 50 ALFWorld rounds: 27 min);
+    the episode's hook budget (EPISODE_BUDGET_CALLS timeouts of sandbox time) ends its hook calls."""
+    import time
+
+    from harness_gym.runtime.hooks import EPISODE_BUDGET_CALLS
+
+    text = SLOW_PATCHES[name]
+    budget = EPISODE_BUDGET_CALLS * CALL_TIMEOUT_S
+    started = time.monotonic()
+    _, reward, _, _, info = env.step(text)
+    took = time.monotonic() - started
+    assert info["patch_valid"], info["patch_error"] and info["incomplete"] == []
+    episodes = len(env.unwrapped._batch)
+    # every episode spends at most its budget plus one call; two sandbox slots run them side by side
+    assert took < episodes * (budget + CALL_TIMEOUT_S) + 30, took
+    errors = _hook_errors(env, text)
+    assert sum("time budget" in e for e in errors) == episodes, errors[-3:]
+    _benign(env, noop_reward)
+
+
+def test_a_slow_patch_in_a_group_does_not_spend_the_others_budget(env: Any, noop_reward: float) -> None:
+    """The budget counts each call's own time in a worker, not the wait for a free sandbox slot, so a
+    group member that keeps every slot busy cannot make another's hooks run out of budget."""
+    benign = hook("nb['n'] = nb.get('n', 0) + 1\nif nb['n'] == 1:\n    return {'type': 'inject_hint', 'message': 'Check the schema first.'}\nreturn None")
+    u = env.unwrapped
+    alone = u.evaluate_patches([benign])[0]
+    u.evaluator.cache = RolloutCache()
+    group = u.evaluate_patches([SLOW_PATCHES["module_every_round"], benign, SLOW_PATCHES["diff_many_files"]])
+    assert group[1]["reward"] == alone["reward"] and group[1]["per_task"] == alone["per_task"]
+    assert group[0]["patch_valid"] and group[2]["patch_valid"]
+    runs = u.evaluator.evaluate(parse_patch(benign, u._base).apply(u._base), u._batch, u._seeds)
+    assert not any("budget" in str(ev.get("error")) for r in runs for ev in r.events)
+
+
+def test_patches_whose_16_hex_versions_collide_keep_their_own_results(env: Any, noop_reward: float,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """``Harness.version`` is 64 bits of the content hash (a birthday collision is ~2**32 hashes away):
+    rewards in a group and cached rollouts are matched on position and the full sha256, never on it."""
+    from harness_gym.harness.files import Harness
+
+    effect = hook("return {'type': 'inject_hint', 'message': 'Check the schema first.'}", point="on_post_step")
+    u = env.unwrapped
+    honest = [r["reward"] for r in u.evaluate_patches([effect, hook("return None")])]
+    u.evaluator.cache = RolloutCache()
+    monkeypatch.setattr(Harness, "version", property(lambda self: "c011" * 4))  # every harness collides
+    colliding = [r["reward"] for r in u.evaluate_patches([hook("return None"), effect])]
+    assert colliding == honest[::-1]
+
+
+def test_the_registry_refuses_two_contents_under_one_version(monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness_gym.errors import ConfigError
+    from harness_gym.harness.files import Harness
+    from harness_gym.harness.registry import ACCEPTED, HarnessRegistry
+
+    root = Harness("dbbench", {"system_prompt.md": "a\n"})
+    reg = HarnessRegistry()
+    monkeypatch.setattr(Harness, "version", property(lambda self: "c011" * 4))
+    reg.add_root(root)
+    assert reg.add_root(root).version == "c011" * 4  # the same content again is fine
+    with pytest.raises(ConfigError, match="already recorded with other content"):
+        reg.record(Harness("dbbench", {"system_prompt.md": "b\n"}), "c011" * 4, "", ACCEPTED, {})
+    with pytest.raises(ConfigError, match="already recorded with other content"):
+        reg.add_root(Harness("dbbench", {"system_prompt.md": "c\n"}))
+
+
+class _EvilStrip(str):
+    def strip(self, *args: Any) -> str:
+        raise RuntimeError("a str subclass's own method ran")
+
+
+class _EvilLen(str):
+    def __len__(self) -> int:
+        return 1  # would slip past the size limit if the parser asked the object
+
+
+class _EvilSplit(str):
+    def splitlines(self, *args: Any) -> list[str]:
+        return ["def on_init(ctx, nb):", "    return open('/etc/hostname').read()"]
+
+
+@pytest.mark.parametrize("cls", [_EvilStrip, _EvilLen, _EvilSplit])
+def test_a_str_subclass_is_parsed_as_its_plain_text(env: Any, noop_reward: float, cls: type) -> None:
+    """step() and evaluate_patches() parse an exact str copy: no method of the caller's object runs."""
+    text = cls(hook("return None"))
+    _, reward, _, _, info = env.step(text)
+    assert info["patch_valid"] and reward == noop_reward, info["patch_error"]
+    big = cls("# " + "x" * 250_000 + "\n" + hook("return None"))
+    out = env.unwrapped.evaluate_patches([text, big])
+    assert out[0]["patch_valid"] and not out[1]["patch_valid"] and "over the 200000 limit" in out[1]["patch_error"]
+
+
+# ------------------------------------------------------------------ effects that could make a task "incomplete"
+
+# A task whose run raises is reported as incomplete and left out of Δ (env errors are never scored), so an
+# effect that made the world, the target or the episode loop raise could drop the tasks a patch would lose.
+EFFECT_TEXTS = ("", "x" * 700, "click[", "search[" + "a" * 600 + "]", "click[buy now]", "go to", "take from", "think:",
+                "Action: Answer\nFinal Answer: [\"1\"]", "```sql\nSELECT 1;\n```", "{0} %s %n \\", "ﾟ" * 50 + "[[[[",
+                "go to drawer 99999999999999999999", "examine " + "9" * 300, "\u00a0\u3000 look")
+
+
+def _effects_patch(text: str) -> str:
+    js = json.dumps(text)
+    return (f"def on_init(ctx, nb):\n    return {{'skills': [{js}], 'tool_hint': {js}}}\n\n"
+            f"def make_pre_hint(ctx, nb):\n    return {{'message': {js}}}\n\n"
+            f"def on_before_action(ctx, nb):\n    return {{'type': nb.get('t', 'rewrite_action'), 'action': {js}, 'message': {js}}}\n\n"
+            "def on_post_step(ctx, nb):\n    nb['t'] = 'force_action' if ctx.get('step', 0) % 2 else 'block_and_prompt'\n"
+            f"    return {{'type': 'force_action', 'action': {js}, 'message': {js}}}\n")
+
+
+@pytest.mark.parametrize("env_id", [ENV_ID, "HarnessEdit-WebShop-v0", "HarnessEdit-ALFWorld-v0"])
+def test_no_effect_makes_a_task_incomplete(env: Any, env_id: str) -> None:
+    e = env if env_id == ENV_ID else _env_for(env_id)[0]
+    for text in EFFECT_TEXTS:
+        _, _, _, _, info = e.step(_effects_patch(text))
+        if not info["patch_valid"] and "numbered ALFWorld instance actions" in info["patch_error"]:
+            continue  # ALFWorld's policy already refuses these literals
+        assert info["patch_valid"], (text[:30], info["patch_error"])
+        assert info["incomplete"] == [], (text[:30], info["incomplete"])

@@ -243,7 +243,13 @@ def test_tampered_patch_validity_and_patch(forge: Callable, honest: dict, rows: 
     (b"{", "not valid UTF-8 JSON"),
     (b'{"a": 1e999}', "1e999 overflows to inf"),
     (b"[" * 200_000 + b"]" * 200_000, "nested too deeply"),
-    (b'{"seed": 1' + b"0" * 5000 + b"}", "not valid UTF-8 JSON"),
+    (b'{"seed": 1' + b"0" * 5000 + b"}", "is over 2\\*\\*53"),  # refused before int() meets its 4300-digit limit
+    # integers a float cannot hold: float() in verify and render would overflow (OverflowError, not a verdict)
+    (b'{"reward": 1' + b"0" * 400 + b"}", "integer 10000000000000000000… is over 2\\*\\*53"),
+    (b'{"top_p": -1' + b"0" * 30 + b"}", "integer -1000000000000000000… is over 2\\*\\*53"),
+    (b'{"seed": 9007199254740993}', "is over 2\\*\\*53"),
+    (b'{"reward": 1e308}', "number 1e308 is over 2\\*\\*53 in magnitude"),
+    (b'{"reward": -1.5e300}', "number -1.5e300 is over 2\\*\\*53 in magnitude"),
 ])
 def test_unreadable_files(tmp_path: Path, text: bytes, expected: str) -> None:
     path = tmp_path / "x.json"
@@ -259,6 +265,43 @@ def test_symlinks_and_huge_files_are_refused(tmp_path: Path) -> None:
     (tmp_path / "big.json").write_bytes(b" " * (8 * 1024 * 1024 + 1))
     with pytest.raises(SubmissionError, match="8388609 bytes; a submission is at most 8388608 bytes"):
         load_submission(tmp_path / "big.json")
+
+
+def test_render_survives_the_largest_claims_a_file_may_hold(tmp_path: Path) -> None:
+    """Claims of +-2**53 (the most the parser lets through) render; +-1e308 made the t-interval overflow."""
+    _tree(tmp_path, [_fake("extreme", [2.0 ** 53, -2.0 ** 53], [2.0 ** 53, -2.0 ** 53])])
+    render(tmp_path)
+    assert "[extreme](submissions/extreme.json)" in (tmp_path / f"{TABLE.slug}.md").read_text(encoding="utf-8")
+
+
+def test_fifos_and_directories_are_refused(tmp_path: Path) -> None:
+    import os
+
+    os.mkfifo(tmp_path / "x.json")  # reading it would block verify/render forever
+    with pytest.raises(SubmissionError, match="not a regular file"):
+        load_submission(tmp_path / "x.json")
+    (tmp_path / "d.json").mkdir()
+    with pytest.raises(SubmissionError, match="a directory"):
+        load_submission(tmp_path / "d.json")
+
+
+@pytest.mark.parametrize(("where", "value"), [
+    (("episodes", 0, "seed"), 0.0), (("attempts",), 1.0), (("env", "kwargs", "batch_size"), 10.0),
+    (("target", "sampling", "max_tokens"), 4096.0), (("env", "kwargs", "heldout_batch_size"), 10.0),
+    (("episodes", 0, "claimed", "reward"), 10 ** 400), (("target", "sampling", "temperature"), -10 ** 30),
+    (("episodes", 0, "claimed", "heldout_delta"), float("nan")), (("target", "sampling", "top_p"), float("inf")),
+    (("episodes", 0, "claimed", "reward"), 1e308), (("episodes", 0, "claimed", "patched_score"), -1e300),
+])
+def test_numbers_of_the_wrong_kind(forge: Callable, where: tuple, value: Any) -> None:
+    """Integers written as floats (JSON Schema counts 1.0 as an integer) and numbers a float cannot hold,
+    given as a dict (a file never gets this far: see test_unreadable_files): schema errors, never an exception."""
+    def put(sub: dict) -> None:
+        node = sub
+        for key in where[:-1]:
+            node = node[key]
+        node[where[-1]] = value
+
+    _rejected(forge(put), starts="rejected: schema: $." + ".".join(str(k) if isinstance(k, str) else "" for k in where).replace("..", "[0]."))
 
 
 def test_name_must_be_the_file_name(honest: dict, tmp_path: Path) -> None:
@@ -361,18 +404,54 @@ def _fake(name: str, same: list[float], held: list[float] | None, policy: str | 
             "attempts": 1, "episodes": eps}
 
 
+def _record_all(tmp_path: Path, paths: list[Path]) -> None:
+    """Records as the maintainers' rerun would write them (the fakes do not rerun; render reads only records)."""
+    from harness_gym.leaderboard.verify import Verdict
+
+    for path in paths:
+        write_record(tmp_path, load_submission(path), Verdict(REPRODUCED, TABLE.episodes, "accepted", TABLE.key), TABLE)
+
+
+def _ranked_rows(page: str) -> list[str]:
+    return [line.split("|")[2].strip() for line in page.splitlines() if line.startswith("| ") and line[2].isdigit()]
+
+
 def test_render_ranks_per_table_on_heldout_delta(tmp_path: Path) -> None:
-    _tree(tmp_path, [_fake("overfit", [0.5], [0.0, 0.1]), _fake("general", [0.2, 0.3], [0.2]), _fake("no-heldout", [0.9], None)])
+    _record_all(tmp_path, _tree(tmp_path, [_fake("overfit", [0.5], [0.0, 0.1]), _fake("general", [0.2, 0.3], [0.2]),
+                                           _fake("no-heldout", [0.9], None)]))
     written = render(tmp_path)
     assert [p.name for p in written] == ["README.md"] + [f"{p.slug}.md" for p in TABLES]
     page = (tmp_path / f"{TABLE.slug}.md").read_text(encoding="utf-8")
-    ranked = [line.split("|")[2].strip() for line in page.splitlines() if line.startswith("| ") and line[2].isdigit()]
-    assert ranked == ["[general](submissions/general.json)", "[overfit](submissions/overfit.json)",
-                      "[no-heldout](submissions/no-heldout.json)"]
+    assert _ranked_rows(page) == ["[general](submissions/general.json)", "[overfit](submissions/overfit.json)",
+                                  "[no-heldout](submissions/no-heldout.json)"]
     assert "+0.200 [+0.200, +0.200]" in page and "same-batch Δ (no held-out numbers)" in page
     assert "No submissions yet." in (tmp_path / "HarnessEdit-DBBench-v0--smol.md").read_text(encoding="utf-8")
     readme = (tmp_path / "README.md").read_text(encoding="utf-8")
     assert "## Protocol" in readme and "base_seed + i" in readme
+
+
+@pytest.mark.parametrize("state", ["unverified", "stale", "record_of_a_limited_rerun"])
+def test_claims_nobody_reran_are_never_ranked(tmp_path: Path, state: str) -> None:
+    """A forged file in submissions/ (perfect claims, no record; or a record of other bytes) is listed
+    after the ✓ rows without a rank, whatever it claims: only a rerun ranks."""
+    paths = _tree(tmp_path, [_fake("honest", [0.1], [0.05]), _fake("forged", [1.0], [1.0], policy="Best Policy")])
+    _record_all(tmp_path, paths[:1])
+    if state == "stale":
+        _record_all(tmp_path, paths[1:])
+        data = json.loads(paths[1].read_text())
+        data["attempts"] = 2  # edited after the record
+        paths[1].write_text(json.dumps(data), encoding="utf-8")
+    elif state == "record_of_a_limited_rerun":
+        from harness_gym.leaderboard.verify import Verdict
+
+        write_record(tmp_path, load_submission(paths[1]), Verdict(REJECTED, 1, "rejected: episode 1", TABLE.key), TABLE)
+    render(tmp_path)
+    for page in (tmp_path / f"{TABLE.slug}.md", tmp_path / "README.md"):
+        text = page.read_text(encoding="utf-8")
+        assert _ranked_rows(text) == ["[honest](submissions/honest.json)"], page
+        rows = [line for line in text.splitlines() if "[forged](submissions/forged.json)" in line and line.startswith("| –")]
+        assert rows and "✓" not in rows[0], rows
+        assert text.index("[honest](submissions/honest.json)") < text.index("[forged](submissions/forged.json)")
 
 
 def test_check_mark_needs_a_record_matching_the_exact_bytes(tmp_path: Path, honest: dict) -> None:

@@ -126,3 +126,91 @@ def test_the_episode_reads_limits_from_the_protocol_not_config_or_hooks() -> Non
             ev.close()
         assert [r.rounds for r in results] == [limit, limit], [r.rounds for r in results]
         assert not any(r.success for r in results)
+
+
+def _raw_config_diff(harness: Harness, new_text: str, path: str = "config.json") -> str:
+    old_lines = harness.files[path].splitlines()
+    new_lines = new_text.splitlines()
+    return (f"--- a/{path}\n+++ b/{path}\n@@ -1,{len(old_lines)} +1,{len(new_lines)} @@\n"
+            + "".join(f"-{line}\n" for line in old_lines) + "".join(f"+{line}\n" for line in new_lines))
+
+
+@pytest.mark.parametrize("name", KNOWN)
+@pytest.mark.parametrize("text,needle", [
+    # Python's json keeps the last copy of a key, other readers the first: the checked value and the read one differ
+    ('{{"max_rounds": 4000, "max_rounds": {mr}, "history_window": 0}}', "appears twice"),
+    ('{{"max_rounds": {mr}, "history_window": 0, "history_window": 3}}', "appears twice"),
+    ('{{"max_rounds": {mr}, "history_window": 0, "text_only_message": "a", "text_only_message": "b"}}', "appears twice"),
+    ('{{"max_rounds": {mr}, "history_window": NaN}}', "NaN is not a number JSON allows"),
+    ('{{"max_rounds": {mr}, "history_window": -Infinity}}', "-Infinity is not a number JSON allows"),
+    ('{{"max_rounds": {mr}, "history_window": Infinity}}', "Infinity is not a number JSON allows"),
+])
+def test_ambiguous_json_in_config_is_rejected(name: str, text: str, needle: str) -> None:
+    base = get_benchmark(name).default_harness()
+    error = _one_line_error(_raw_config_diff(base, text.format(mr=protocol_of(name)["max_rounds"])), base)
+    assert error.startswith("config.json: ") and needle in error, error
+
+
+def test_ambiguous_json_in_tools_is_rejected() -> None:
+    base = get_benchmark("dbbench").default_harness()
+    tools = base.files["tools.json"]
+    dup = tools.replace('"name":', '"name": "x", "name":', 1)
+    assert "appears twice" in _one_line_error(_raw_config_diff(base, dup, "tools.json"), base)
+    nan = tools.replace("[", '[{"n": NaN}, ', 1)
+    assert "NaN is not a number JSON allows" in _one_line_error(_raw_config_diff(base, nan, "tools.json"), base)
+
+
+def _new_file(path: str, text: str = "x") -> str:
+    return f"--- /dev/null\n+++ b/{path}\n@@ -0,0 +1 @@\n+{text}\n"
+
+
+@pytest.mark.parametrize("path,needle", [
+    # names a case-insensitive file system takes for an existing file (macOS, Windows checkouts of a saved harness)
+    ("Config.json", "differ only in case"), ("CONFIG.JSON", "differ only in case"), ("System_Prompt.md", "differ only in case"),
+    ("TOOLS.json", "differ only in case"),
+    # a file that another path needs as a folder, and the reverse
+    ("config.json/x.md", "both a file and a folder"), ("system_prompt.md/hooks.py", "both a file and a folder"),
+    # what Harness.from_dir skips: it would run now and vanish once the harness is saved and reloaded
+    ("hooks/.hidden_on_init.py", "hidden files"), (".config.json", "hidden files"), ("hooks/__pycache__/x.py", "__pycache__"),
+    ("notes/x.pyc", ".pyc"),
+])
+def test_paths_one_file_system_would_merge_or_drop_are_rejected(path: str, needle: str) -> None:
+    base = get_benchmark("dbbench").default_harness()
+    error = _one_line_error(_new_file(path, "def on_init(ctx, nb): return None" if path.endswith(".py") else '{"max_rounds": 4000}'), base)
+    assert needle in error, error
+
+
+def test_a_folder_that_is_also_a_file_is_rejected_both_ways() -> None:
+    base = get_benchmark("dbbench").default_harness()
+    with_notes = base.with_files({"notes/a.md": "x\n"})
+    assert "both a file and a folder" in _one_line_error(_new_file("notes"), with_notes)
+    assert "both a file and a folder" in _one_line_error(_new_file("Notes"), with_notes)
+    assert parse_patch(_new_file("notes/b.md"), with_notes).changes == (("notes/b.md", "x\n"),)  # siblings are fine
+
+
+def test_a_shared_rollout_cache_never_serves_a_run_made_under_other_rules(tmp_path: object) -> None:
+    """Two evaluators on one cache (a shared ``cache_dir``): another protocol (the short-run callers'
+    ``max_rounds``) or other hook limits (a 1.5 s hook is a timeout at 0.5 s, an effect at 3 s) are
+    other runs, never a cache hit."""
+    from harness_gym.evaluation.cache import RolloutCache
+
+    spec = get_benchmark("dbbench")
+    hostile = spec.default_harness().with_files({"hooks/01_module.py": BLOCK_ALL})
+    tasks = spec.load_tasks("test", None)[:2]
+    cache = RolloutCache(tmp_path)  # type: ignore[arg-type]
+    runs = []
+    for the_spec, timeout in ((spec, 2.0), (dataclasses.replace(spec, protocol={**spec.protocol, "max_rounds": 3}), 2.0),
+                              (spec, 0.5)):
+        ev = Evaluator(the_spec, SimBackend(), world_backend="sqlite", cache=cache, sandbox_timeout_s=timeout)
+        try:
+            runs.append(ev.evaluate(hostile, tasks, [0, 1]))
+        finally:
+            ev.close()
+    assert cache.hits == 0 and cache.misses == 3, (cache.hits, cache.misses)
+    assert [r.rounds for r in runs[0]] == [20, 20] and [r.rounds for r in runs[1]] == [3, 3]
+    ev = Evaluator(spec, SimBackend(), world_backend="sqlite", cache=RolloutCache(tmp_path), sandbox_timeout_s=2.0)  # type: ignore[arg-type]
+    try:
+        again = ev.evaluate(hostile, tasks, [0, 1])
+        assert ev.cache.hits == 1 and [r.to_dict() for r in again] == [r.to_dict() for r in runs[0]]  # same rules: served
+    finally:
+        ev.close()

@@ -331,3 +331,20 @@ def test_auto_picks_the_strongest_and_probes_once() -> None:
     assert iso_mod.isolation() is first  # cached per process
     if shutil.which("bwrap") and "bwrap" not in first.note and os.environ.get(iso_mod.ENV_VAR) is None:
         assert first.level == "bwrap", first.note
+
+
+@pytest.mark.parametrize("body", [
+    "x = 'a' * (400 * 1024 ** 2)\nreturn len(x)",  # one big block
+    "x = list(map(str, range(4 * 10 ** 6)))\nreturn len(x)",  # many small objects (arenas)
+    "x = [0] * (60 * 10 ** 6)\nreturn None",
+])
+def test_a_worker_that_grew_big_is_not_kept_idle(pool: SandboxPool, body: str) -> None:
+    """Freed memory need not return to the system: a worker whose peak passed RECYCLE_PEAK_RSS_KB is
+    discarded after its reply (the reply itself is unchanged), so idle workers cannot pile up gigabytes."""
+    pool.call_timeout_s = 10.0
+    code = hook(body)
+    result = run(pool.call(code, "hook", "dbbench", {}, {}))
+    assert result.ok, result.error
+    assert pool.pids(pool.code_sha(code, "hook", "dbbench")) == [] and not pool._idle
+    small = run(pool.call(TRIVIAL, "hook", "dbbench", CTX, {}))
+    assert small.ok and len(pool._idle) == 1  # an ordinary worker stays

@@ -229,13 +229,13 @@ class HarnessEditEnv(gym.Env):
                 parsed.append(str(exc))
         valid = [h for h in parsed if isinstance(h, Harness)]
         runs = self.evaluator.evaluate_many([self._base, *valid], self._batch, self._seeds)
-        by_version = {h.version: r for h, r in zip(valid, runs[1:])}
+        patched_runs = iter(runs[1:])  # in ``valid`` order: never looked up by the 16-hex version, which can collide
         out = []
         for item in parsed:
             if isinstance(item, str):
                 out.append({"patch_valid": False, "patch_error": item, "reward": float(self.config.invalid_patch_reward)})
             else:
-                deltas, per_task, incomplete = _compare_metrics(runs[0], by_version[item.version])
+                deltas, per_task, incomplete = _compare_metrics(runs[0], next(patched_runs))
                 out.append({"patch_valid": True, "patch_error": None, "reward": deltas[self.metric],
                             "delta_score": deltas["score"], "delta_success": deltas["success"],
                             "harness_version": item.version, "per_task": per_task, "incomplete": incomplete})

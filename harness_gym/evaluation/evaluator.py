@@ -15,7 +15,7 @@ from typing import Any, Coroutine, Sequence, TypeVar
 
 from harness_gym.errors import BackendError, SandboxError, WorldError, one_line
 from harness_gym.evaluation.benchmarks import BenchmarkSpec
-from harness_gym.evaluation.cache import RolloutCache
+from harness_gym.evaluation.cache import RolloutCache, rollout_context
 from harness_gym.harness.files import Harness
 from harness_gym.models.base import ChatBackend, RequestBatcher, Sampling
 from harness_gym.runtime.hooks import HookRunner
@@ -49,8 +49,7 @@ class Evaluator:
         self.retries = retries
         self.max_concurrency = max_concurrency
         self.cache = cache if cache is not None else RolloutCache()
-        self.context = {"benchmark": spec.name, "target": target_name, "world_backend": (world_label or world_backend).split("@")[-1],
-                        "sampling": [sampling.temperature, sampling.top_p, sampling.max_tokens]}
+        self.context = rollout_context(spec, target_name, world_label or world_backend, sampling, sandbox_timeout_s)
         self._make_world = spec.world_factory(world_backend)
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="harness-gym-eval", daemon=True)

@@ -24,7 +24,7 @@ from typing import Any
 
 from harness_gym.errors import ConfigError, one_line
 from harness_gym.evaluation.benchmarks import BenchmarkSpec
-from harness_gym.evaluation.cache import RolloutCache
+from harness_gym.evaluation.cache import RolloutCache, rollout_context
 from harness_gym.harness.files import Harness
 from harness_gym.models.base import Sampling
 from harness_gym.runtime.trajectory import ENV_ERROR, EpisodeResult
@@ -135,8 +135,7 @@ class RayEvaluator:
         self.retries = retries
         self.max_retries = max_retries
         self.cache = cache or RolloutCache()
-        self.context = {"benchmark": spec.name, "target": target_name, "world_backend": (world_label or world_backend).split("@")[-1],
-                        "sampling": [sampling.temperature, sampling.top_p, sampling.max_tokens]}  # = Evaluator's keys
+        self.context = rollout_context(spec, target_name, world_label or world_backend, sampling, sandbox_timeout_s)
         self.config = WorkerConfig(spec.name, target_name, world_backend, sampling, retries, sandbox_workers, max_concurrency,
                                    sandbox_isolation, sandbox_timeout_s)
         cpus = int(self._ray.cluster_resources().get("CPU", 1))

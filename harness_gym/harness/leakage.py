@@ -94,6 +94,9 @@ class GoldStrings:
     lengths: tuple[int, ...] = ()
     benchmark: str = ""
     dropped: int = 0  # raw strings dropped as too short or too common (for reports)
+    # first token -> the token counts of the values starting with it: ``find`` tries only those
+    # lengths at a position, so a 200 KB patch costs one lookup per token, not one per value length
+    starts: dict[str, tuple[int, ...]] = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     @classmethod
     def build(cls, raw: Iterable[str], *, benchmark: str = "", ignore: Iterable[str] = ()) -> GoldStrings:
@@ -109,7 +112,12 @@ class GoldStrings:
                 kept.add(norm)
             else:
                 dropped += 1
-        return cls(frozenset(kept), tuple(sorted({len(v.split()) for v in kept})), benchmark, dropped)
+        starts: dict[str, set[int]] = {}
+        for value in kept:
+            toks = value.split()
+            starts.setdefault(toks[0], set()).add(len(toks))
+        return cls(frozenset(kept), tuple(sorted({len(v.split()) for v in kept})), benchmark, dropped,
+                   {k: tuple(sorted(v)) for k, v in starts.items()})
 
     @classmethod
     def from_tasks(cls, spec: Any, tasks: Sequence[Any], harness: Harness | None = None) -> GoldStrings:
@@ -132,12 +140,14 @@ class GoldStrings:
         if not self.values:
             return None
         toks = tokens(text)
-        for n in self.lengths:
-            for i in range(len(toks) - n + 1):
+        starts = self.starts or {v.split()[0]: self.lengths for v in self.values}  # a GoldStrings built by hand
+        hits = []
+        for i, tok in enumerate(toks):
+            for n in starts.get(tok, ()):
                 cand = " ".join(toks[i : i + n])
                 if cand in self.values:
-                    return cand
-        return None
+                    hits.append((n, i, cand))
+        return min(hits)[2] if hits else None  # the shortest, then the first: what trying lengths in order found
 
     def __len__(self) -> int:
         return len(self.values)

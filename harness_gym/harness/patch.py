@@ -130,11 +130,13 @@ def _decode(text: str | bytes) -> str:
         if len(text) > 4 * MAX_PATCH_CHARS:  # UTF-8 takes at most 4 bytes a character: over the limit either way
             raise _err(f"patch has {len(text)} bytes, over the {MAX_PATCH_CHARS}-character limit; send a smaller patch")
         try:
-            text = bytes(text).decode("utf-8")
+            text = bytes.decode(bytes(text), "utf-8")
         except UnicodeDecodeError as exc:
             raise _err(f"patch bytes are not UTF-8 (bad byte at offset {exc.start}); send UTF-8 text") from None
     if not isinstance(text, str):
         raise _err(f"patch must be str or bytes, got {type(text).__name__}")
+    if type(text) is not str:  # a str subclass's own strip/split/__len__ never run here: parse an exact copy
+        text = str.__str__(text)
     if len(text) > MAX_PATCH_CHARS:
         raise _err(f"patch has {len(text)} chars, over the {MAX_PATCH_CHARS} limit; send a smaller patch")
     text = check_text(text, "patch")
@@ -382,6 +384,28 @@ def _parse_diff(text: str, harness: Harness) -> Patch:
 def _check_path(path: str) -> None:
     if path.startswith("/") or "\\" in path or not _PATH_RE.match(path) or any(p in ("", ".", "..") for p in path.split("/")):
         raise _err(f"file path {path!r} is not allowed; use a relative posix path of letters, digits, '.', '_', '-' without '..'")
+    # What Harness.from_dir skips would vanish when the harness is saved and read back (another
+    # content hash, hooks that ran and then are gone), so a patch cannot create it.
+    if any(p.startswith(".") or p == "__pycache__" for p in path.split("/")) or path.endswith(".pyc"):
+        raise _err(f"file path {path!r} is not allowed: hidden files, __pycache__ and .pyc are not harness files "
+                   "(they would not survive saving the harness); use a plain name")
+
+
+def _check_file_names(files: Mapping[str, Any]) -> None:
+    """No two paths that one file system would take for the same file: names equal up to case or
+    Unicode case folding (``Config.json`` next to ``config.json`` overwrites it on macOS/Windows),
+    or a file that another path needs as a folder (``hooks`` and ``hooks/x.py``)."""
+    seen: dict[str, str] = {}
+    for path in sorted(files):
+        folded = path.casefold()
+        if folded in seen:
+            raise _err(f"file paths {seen[folded]!r} and {path!r} differ only in case; "
+                       "a case-insensitive file system would take them for one file: edit the existing one instead")
+        seen[folded] = path
+    folders = {path[:i].casefold() for path in files for i, c in enumerate(path) if c == "/"}
+    clash = next((p for p in sorted(files) if p.casefold() in folders), None)
+    if clash is not None:
+        raise _err(f"file path {clash!r} is also a folder of another file; a path cannot be both a file and a folder")
 
 
 def _check_changed_file(path: str, text: str | None, base: Harness, files: Mapping[str, str]) -> None:
@@ -405,11 +429,31 @@ def _check_changed_file(path: str, text: str | None, base: Harness, files: Mappi
         _check_config(new, base.config())
 
 
+def _strict_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    keys = [k for k, _ in pairs]
+    if len(set(keys)) != len(keys):
+        dup = next(k for k in keys if keys.count(k) > 1)
+        raise _err(f"key {dup!r} appears twice in one JSON object; readers disagree on which copy counts, name it once")
+    return dict(pairs)
+
+
+def _no_constant(name: str) -> Any:
+    raise _err(f"{name} is not a number JSON allows; use an ordinary number")
+
+
 def _load_json(path: str, text: str) -> Any:
+    """Harness JSON as every reader reads it: no duplicate keys (Python keeps the last copy, other
+    parsers the first), no NaN/Infinity (not JSON; other parsers refuse them)."""
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=_strict_object, parse_constant=_no_constant)
+    except PatchError as exc:
+        raise _err(f"{path}: {exc}") from None
     except json.JSONDecodeError as exc:
         raise _err(f"{path} would not be valid JSON after the patch ({exc.msg} at line {exc.lineno}); fix the edit") from None
+    except RecursionError:
+        raise _err(f"{path} would be nested too deeply after the patch; keep it flat") from None
+    except ValueError:  # int() refuses numbers of over 4300 digits
+        raise _err(f"{path} would hold a number too long to decode; use an ordinary number") from None
 
 
 def _check_protocol(new: Any, old: dict[str, Any], benchmark: str) -> None:
@@ -486,3 +530,4 @@ def _check_result(patch: Patch, harness: Harness) -> None:
         _check_protocol(_load_json("config.json", text), harness.config(), harness.benchmark)
     if len(files) > MAX_FILES:
         raise _err(f"patched harness would have {len(files)} files, over the {MAX_FILES} limit; merge files")
+    _check_file_names(files)

@@ -76,6 +76,7 @@ class HarnessRegistry:
     def add_root(self, harness: Harness, description: str = "root") -> VersionRecord:
         """Register the starting harness and make it the head (a no-op if already present)."""
         if harness.version in self._records:
+            self._same_content(self._records[harness.version], harness)
             self.head = harness.version
             self._write(self._records[harness.version])
             return self._records[harness.version]
@@ -102,6 +103,7 @@ class HarnessRegistry:
         trial = {"parent": parent, "decision": decision, "evidence": evidence}
         existing = self._records.get(harness.version)
         if existing is not None:
+            self._same_content(existing, harness)
             # The same content proposed again: keep its first lineage, append the trial.
             # A later acceptance wins over an earlier rejection; a root stays the root.
             existing.trials.append(trial)
@@ -113,6 +115,14 @@ class HarnessRegistry:
                             files=dict(harness.files), diff=diff, decision=decision, category=category,
                             description=description, evidence=evidence, trials=[trial])
         return self._put(rec, make_head=decision == ACCEPTED)
+
+    @staticmethod
+    def _same_content(rec: "VersionRecord", harness: Harness) -> None:
+        """A version is 64 bits of the content hash: two contents under one version (a crafted
+        collision) must not be taken for one harness, whose record and lineage the second would reuse."""
+        if rec.benchmark != harness.benchmark or dict(rec.files) != dict(harness.files):
+            raise ConfigError(f"harness version {harness.version} is already recorded with other content "
+                              "(a collision of the 16-hex version); refusing to merge two harnesses into one record")
 
     def rollback(self, version: str, reason: str = "") -> Harness:
         """Make ``version`` the head again; accepted versions after it on the head's lineage

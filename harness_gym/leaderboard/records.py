@@ -77,7 +77,8 @@ def status(directory: Path, sub: SubmissionFile, protocol: Protocol) -> Status:
         rec = json.loads(path.read_text(encoding="utf-8"))
     except ValueError as exc:
         raise SubmissionError(f"{path}: not valid JSON ({str(exc).splitlines()[0][:80]}); rerun verify --record") from None
-    if not isinstance(rec, dict) or set(rec) != _FIELDS or rec.get("format") != RECORD_FORMAT:
+    if not isinstance(rec, dict) or set(rec) != _FIELDS or rec.get("format") != RECORD_FORMAT \
+            or not isinstance(rec.get("verifier"), dict) or not all(isinstance(rec.get(k), str) for k in ("outcome", "date")):
         raise SubmissionError(f"{path}: not a {RECORD_FORMAT} record; rerun `harness-gym leaderboard verify --record`")
     if rec["submission_sha256"] != sub.sha256 or rec["protocol_sha256"] != protocol.digest():
         return Status("stale")

@@ -50,13 +50,19 @@ class Row:
     path: str
 
     @property
-    def key(self) -> tuple[int, float, float, str]:
+    def ranked(self) -> bool:
+        """Only a ✓ row gets a rank: an unverified, stale or rejected row's numbers are claims nobody reran."""
+        return self.status.state == "verified"
+
+    @property
+    def key(self) -> tuple[int, int, float, float, str]:
         same = self.same.mean if not math.isnan(self.same.mean) else -math.inf
         if self.status.state == "rejected":
-            return (2, 0.0, 0.0, self.name)
+            return (2, 0, 0.0, 0.0, self.name)
+        tier = 0 if self.ranked else 1  # claims nobody reran never rank above a rerun
         if self.heldout is not None:
-            return (0, -self.heldout.mean, -same, self.name)
-        return (1, -same, 0.0, self.name)
+            return (tier, 0, -self.heldout.mean, -same, self.name)
+        return (tier, 1, -same, 0.0, self.name)
 
 
 def summarize(sub: dict[str, Any], state: Status, path: str = "") -> Row:
@@ -91,10 +97,9 @@ def table(rows: list[Row], link_prefix: str = "") -> str:
     out = ["| " + " | ".join(heads) + " |", "|" + "|".join("---" for _ in heads) + "|"]
     rank = 0
     for r in rows:
-        rejected = r.status.state == "rejected"
-        rank += 0 if rejected else 1
+        rank += 1 if r.ranked else 0
         # r.name and r.path match ^[A-Za-z0-9][A-Za-z0-9._-]*$ (schema, and name == file stem)
-        cells = ["–" if rejected else str(rank), f"[{r.name}]({link_prefix}{r.path})" if r.path else r.name,
+        cells = [str(rank) if r.ranked else "–", f"[{r.name}]({link_prefix}{r.path})" if r.path else r.name,
                  code(r.policy, 60), str(r.n), _ci(r.heldout), _ci(r.same), f"{r.valid_rate:.0%}", f"{r.rollouts:g}",
                  "held-out Δ" if r.heldout is not None else "same-batch Δ (no held-out numbers)", _mark(r.status)]
         out.append("| " + " | ".join(cells) + " |")
@@ -117,7 +122,8 @@ LEGEND = (
     "Δ is the change in the batch's mean reward from the submitted patch, with a 95% t-interval over episodes. "
     "**Held-out Δ** applies the same patch to a disjoint batch the policy never saw; **same-batch Δ** is the env's "
     "reward on the batch the packet came from. Ranked on held-out Δ; rows without held-out numbers come after, ranked "
-    "on same-batch Δ, and say so. *valid*: share of patches that parsed and validated. *rollouts/episode*: target "
+    "on same-batch Δ, and say so. Only ✓ rows are ranked; rows not (or no longer) verified follow, unranked, "
+    "whatever they claim. *valid*: share of patches that parsed and validated. *rollouts/episode*: target "
     "episodes spent scoring the policy's patches on the batch (`attempts × batch_size`; an invalid patch costs none). "
     "✓: the maintainers' `harness-gym leaderboard verify --record` reran every episode of exactly this file under this "
     "table's current protocol and every claim matched (the record is in `verified/`)."

@@ -9,6 +9,7 @@ written by the maintainers' rerun (``records.py``).
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 from harness_gym.errors import HarnessGymError, one_line
@@ -25,6 +26,7 @@ class SubmissionError(HarnessGymError):
     """A submission file that is unreadable, breaks the schema or breaks its protocol (message: one line)."""
 
 
+MAX_INT = 2 ** 53  # integers a float holds exactly
 _NUM = {"type": "number"}
 _SHA256 = {"type": "string", "pattern": "^[0-9a-f]{64}$"}
 
@@ -139,9 +141,28 @@ def validate(data: Any) -> None:
     if isinstance(data, dict) and data.get("format") in OLD_FORMATS:
         raise SubmissionError(f"$.format: {data['format']} predates the leaderboard protocol; expected {FORMAT} "
                               "(rebuild it with `harness-gym leaderboard submit`)")
-    err = best_match(jsonschema.Draft202012Validator(SCHEMA).iter_errors(data))
+    err = best_match(_validator()(SCHEMA).iter_errors(data))
     if err is not None:
         raise SubmissionError(one_line(f"schema: {err.json_path}: {err.message}", limit=240))
+
+
+def _validator() -> Any:
+    """Draft 2020-12, except that an ``integer`` is an int: JSON Schema counts ``1.0`` as one, but a
+    float seed, size or count would reach ``reset()``/``range()`` as a float (or pass ``==`` with
+    another type), so ``"seed": 0.0`` is a schema error like ``"seed": "0"``; and every number is
+    one a float holds (magnitude up to 2**53, no NaN or infinity) so verify and render never overflow
+    (``1e308`` and ``-1e308`` claims made the t-interval raise OverflowError in render).
+    (A file never gets that far: ``parse_submission`` refuses them first; this covers dicts.)"""
+    import jsonschema
+
+    def integer(_checker: Any, value: Any) -> bool:
+        return isinstance(value, int) and not isinstance(value, bool) and abs(value) <= MAX_INT
+
+    def number(_checker: Any, value: Any) -> bool:
+        return integer(_checker, value) or (isinstance(value, float) and math.isfinite(value) and abs(value) <= MAX_INT)
+
+    checker = jsonschema.Draft202012Validator.TYPE_CHECKER.redefine_many({"integer": integer, "number": number})
+    return jsonschema.validators.extend(jsonschema.Draft202012Validator, type_checker=checker)
 
 
 def schema_text() -> str:

@@ -12,6 +12,7 @@ import dataclasses
 import hashlib
 import json
 import math
+import stat
 import subprocess
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -20,7 +21,7 @@ from typing import Any
 
 from harness_gym.errors import ConfigError
 from harness_gym.leaderboard.protocol import Protocol, table_for
-from harness_gym.leaderboard.schema import FORMAT, SubmissionError, validate
+from harness_gym.leaderboard.schema import FORMAT, MAX_INT, SubmissionError, validate
 
 CLAIM_FIELDS = ("reward", "baseline_score", "patched_score", "heldout_delta")
 MAX_FILE_BYTES = 8 * 1024 * 1024  # 1000 episodes of patches are far smaller; a bigger file is not a submission
@@ -197,14 +198,25 @@ def _finite(text: str) -> float:
     value = float(text)
     if not math.isfinite(value):
         raise SubmissionError(f"{text[:20]} overflows to {value}; claims are finite numbers")
+    if abs(value) > MAX_INT:  # finite, but sums and squares of such claims overflow in render's interval
+        raise SubmissionError(f"number {text[:20]} is over 2**53 in magnitude; claims are ordinary numbers")
     return value
+
+
+def _bounded_int(text: str) -> int:
+    """An integer a float can hold exactly: a longer one would overflow ``float()`` in verify and render."""
+    digits = text.lstrip("-")
+    if len(digits) > 16 or int(digits) > MAX_INT:
+        raise SubmissionError(f"integer {text[:20]}{'…' if len(text) > 20 else ''} is over 2**53; "
+                              "seeds, sizes, counts and claims are ordinary numbers")
+    return int(text)
 
 
 def parse_submission(raw: bytes, path: Path) -> dict[str, Any]:
     """Parse and schema-check submission bytes; every failure is one ``SubmissionError`` line."""
     try:
         data = json.loads(raw.decode("utf-8"), object_pairs_hook=_no_duplicate_keys, parse_constant=_no_constant,
-                          parse_float=_finite)
+                          parse_float=_finite, parse_int=_bounded_int)
     except SubmissionError as exc:
         raise SubmissionError(f"{path}: {exc}") from None
     except RecursionError:
@@ -227,7 +239,12 @@ def load_submission(path: Path) -> SubmissionFile:
     if path.is_symlink():
         raise SubmissionError(f"{path}: a symbolic link; a submission is a plain file")
     try:
-        size = path.stat().st_size
+        info = path.stat()
+        if path.is_dir():
+            raise IsADirectoryError(str(path))
+        if not stat.S_ISREG(info.st_mode):  # a FIFO or device would block or never end
+            raise SubmissionError(f"{path}: not a regular file; a submission is a plain file")
+        size = info.st_size
         if size > MAX_FILE_BYTES:
             raise SubmissionError(f"{path}: {size} bytes; a submission is at most {MAX_FILE_BYTES} bytes")
         raw = path.read_bytes()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Awaitable, Callable
 
 from harness_gym.models.base import ChatRequest
-from harness_gym.runtime.hooks import HookRunner
+from harness_gym.runtime.hooks import HookBudget, HookRunner
 from harness_gym.runtime.trajectory import EpisodeResult
 from harness_gym.types import Message, ToolCall
 
@@ -19,11 +19,12 @@ class EpisodeHooks:
         self.result = result
         self.hooks = hooks if hooks is not None and hooks.active else None
         self.nb: dict[str, Any] = {}
+        self.budget = HookBudget.for_sandbox(getattr(self.hooks, "sandbox", None)) if self.hooks is not None else None
 
     async def hook(self, point: str, ctx: dict[str, Any], round_index: int) -> list[dict[str, Any]]:
         if self.hooks is None:
             return []
-        run = await self.hooks.run(point, ctx, self.nb)
+        run = await self.hooks.run(point, ctx, self.nb, self.budget)
         self.nb = run.nb
         for ev in run.events:
             self.result.events.append({**ev, "round": round_index})

@@ -16,11 +16,30 @@ from harness_gym.harness.policy import HOOK_POINTS, instance_action
 from harness_gym.sandbox.pool import SandboxPool
 
 MAX_TEXT_CHARS = 900
+# An episode's hook calls together may keep the sandbox busy for this many call timeouts
+# (20 s at the default 2 s); then the episode's remaining hook calls are skipped. Each call
+# is bounded by the timeout, but a harness has up to 64 hook files with four entries each,
+# called every round: without a per-episode bound, a patch whose hooks all run to the
+# timeout holds one episode for hours. Ordinary hooks take milliseconds a call.
+EPISODE_BUDGET_CALLS = 10
 MAX_SKILLS = 5
 ALLOWED_KINDS = {
     "on_before_action": ("block_and_prompt", "rewrite_action", "force_action"),
     "on_post_step": ("inject_hint", "force_action"),
 }
+
+
+class HookBudget:
+    """The sandbox time an episode's hook calls may still take (``CallResult.elapsed_s``: the
+    worker's own time per call, so waiting behind other episodes' or patches' calls costs nothing)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.total = self.left = float(seconds)
+        self.reported = False
+
+    @classmethod
+    def for_sandbox(cls, sandbox: Any) -> "HookBudget":
+        return cls(EPISODE_BUDGET_CALLS * float(getattr(sandbox, "call_timeout_s", 2.0)))
 
 
 @dataclass
@@ -53,13 +72,23 @@ class HookRunner:
         """``(file, function)`` pairs that run at ``point``, in order."""
         return [(m.path, fn) for m, fn in self._by_point.get(point, [])]
 
-    async def run(self, point: str, ctx: dict, nb: dict) -> HookRun:
-        """Run every entry for ``point``; ``nb`` is threaded through the calls."""
+    async def run(self, point: str, ctx: dict, nb: dict, budget: HookBudget | None = None) -> HookRun:
+        """Run every entry for ``point``; ``nb`` is threaded through the calls. With ``budget``,
+        entries are skipped once it is spent (one event says so, the first time)."""
         if point not in HOOK_POINTS:
             raise ValueError(f"unknown hook point {point!r}; expected one of {', '.join(HOOK_POINTS)}")
         result = HookRun(effects=[], nb=nb, events=[])
         for module, fn in self._by_point[point]:
+            if budget is not None and budget.left <= 0:
+                if not budget.reported:
+                    budget.reported = True
+                    result.events.append({"kind": "hook", "point": point, "file": module.path, "effect": None,
+                                          "error": f"skipped: this episode's hooks used their time budget "
+                                                   f"({budget.total:g}s in the sandbox); no more hook calls this episode"})
+                continue
             call = await self.sandbox.call(module.code, fn, self.harness.benchmark, ctx, result.nb)
+            if budget is not None:
+                budget.left -= float(getattr(call, "elapsed_s", 0.0))
             effect = normalize_effect(point, call.value, ctx) if call.ok else None
             if call.ok:
                 result.nb = call.nb

@@ -34,6 +34,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
@@ -59,6 +60,7 @@ START_ATTEMPTS = 3
 RECYCLE_CPU_S = 60.0
 INNER_ALARM_FRACTION = 0.8
 DEFAULT_MAX_IDLE = 8
+DEFAULT_LINE_BUDGET = 2000  # traced hook lines per call
 MAX_SERVED_RECORDS = 4096
 
 
@@ -70,6 +72,7 @@ class CallResult:
     value: Any
     nb: dict
     error: str | None = None
+    elapsed_s: float = 0.0  # how long the worker had the call (not the wait for a free slot, not a worker's start)
 
 
 @dataclass(eq=False)
@@ -117,7 +120,7 @@ def _wake(fut: asyncio.Future) -> None:
 class SandboxPool:
     """Runs ``entry(ctx, nb)`` from hook ``code`` in isolated worker processes."""
 
-    def __init__(self, workers: int = 2, call_timeout_s: float = 2.0, line_budget: int = 2000,
+    def __init__(self, workers: int = 2, call_timeout_s: float = 2.0, line_budget: int = DEFAULT_LINE_BUDGET,
                  isolation: str | None = None, max_idle: int = DEFAULT_MAX_IDLE) -> None:
         if workers < 1:
             raise SandboxError(one_line(f"workers must be >= 1, got {workers}"))
@@ -184,19 +187,23 @@ class SandboxPool:
         sem = self._semaphore()
         async with sem:
             worker = await self._acquire(sha)
+            started = time.monotonic()
             try:
                 reply = await asyncio.wait_for(self._exchange(worker, request, code), self.call_timeout_s)
             except asyncio.TimeoutError:
                 self._discard(worker)
-                return CallResult(False, None, nb, f"timeout after {self.call_timeout_s:g}s")
+                return CallResult(False, None, nb, f"timeout after {self.call_timeout_s:g}s", self.call_timeout_s)
             except _WorkerDied as exc:
                 self._discard(worker)
-                return CallResult(False, None, nb, one_line(f"worker crashed ({exc})"))
+                return CallResult(False, None, nb, one_line(f"worker crashed ({exc})"), time.monotonic() - started)
             except BaseException:
                 self._discard(worker)
                 raise
+            elapsed = time.monotonic() - started
             self._release(worker, reply)
-        return self._result(reply, nb)
+        result = self._result(reply, nb)
+        result.elapsed_s = elapsed
+        return result
 
     async def close(self) -> None:
         """Stop every worker and remove the working directory."""

@@ -33,13 +33,18 @@ parent never unpickles anything from here. The parent may import this module for
 from __future__ import annotations
 
 import json
+import re
 import sys
 from typing import Any
 
 MAX_VALUE_BYTES = 256 * 1024
+# A worker whose peak memory passed this is discarded after its reply: freed memory need not go
+# back to the system, and up to max_idle idle workers of 1 GB each would crowd out the evaluator.
+RECYCLE_PEAK_RSS_KB = 256 * 1024
 MAX_DEPTH = 64
 HOOK_FILENAME = "<harness_hook>"
 _TAGS = ("$t", "$s", "$f", "$d")
+_SURROGATE = re.compile("[\ud800-\udfff]")  # not UTF-8: a reply holding one could not be written at all
 
 
 class EncodeError(ValueError):
@@ -65,11 +70,13 @@ def _to_wire(value: Any, budget: list[int], depth: int) -> Any:
         budget[0] -= len(value)
         if budget[0] < 0:
             raise EncodeError("too large")
+        if _SURROGATE.search(value):
+            raise EncodeError("a string holds a lone surrogate (not valid Unicode text)")
         return str(value)
     if isinstance(value, dict):
         keys_plain = all(type(k) is str and not k.startswith("$") for k in value)
         if keys_plain:
-            return {str(k): _to_wire(v, budget, depth + 1) for k, v in value.items()}
+            return {_to_wire(k, budget, depth + 1): _to_wire(v, budget, depth + 1) for k, v in value.items()}
         return {"$d": [[_to_wire(k, budget, depth + 1), _to_wire(v, budget, depth + 1)] for k, v in value.items()]}
     if isinstance(value, list):
         return [_to_wire(v, budget, depth + 1) for v in value]
@@ -587,7 +594,17 @@ def main(argv: list[str] | None = None) -> int:
             reply = {"status": "error", "error": _one_line(f"worker error: {type(exc).__name__} {exc}")}
         reply["id"] = rid
         reply["cpu"] = round(_cpu(), 3)
+        if _peak_rss_kb() > RECYCLE_PEAK_RSS_KB:
+            reply["recycle"] = True
         out.write(dumps(reply))
+
+
+def _peak_rss_kb() -> int:
+    """This process's peak resident memory in KB (Linux ru_maxrss; 0 where unknown)."""
+    import resource
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(peak // 1024) if sys.platform == "darwin" else int(peak)  # macOS reports bytes
 
 
 def _cpu() -> float:
