@@ -151,6 +151,19 @@ def test_train_a_lora_adapter_merge_it_and_run_it_as_a_target(tiny_dir, tmp_path
     assert smol_target.merged_dir(adapter, "test", base=tiny_dir) == merged  # cached: built once
     res = evaluate_model("dbbench", merged, 2, "valid", max_tokens=48)
     assert set(res["outcomes"]) and res["assistant_turns"] >= 2 and not res["errors"]
+    # shipping copies the adapter with its sha256 and recorded test outcomes, which a rerun reproduces (temperature 0)
+    from harness_gym.smol.ship import ship
+
+    rec = ship("dbbench", run, "ckpt-2", "test adapter", dest=tmp_path / "adapters", record_tasks=2, max_tokens=48,
+               max_rounds=2, base=tiny_dir)
+    shipped = tmp_path / "adapters" / "dbbench"
+    assert rec["sha256"] == smol_data.sha256_file(shipped / "adapter_model.safetensors") == \
+        smol_data.sha256_file(run / "ckpt-2" / "adapter_model.safetensors")
+    assert json.loads((shipped / "ADAPTER.json").read_text())["recorded"]["outcomes"] == rec["recorded"]["outcomes"]
+    again = evaluate_model("dbbench", smol_target.merged_dir(shipped, "dbbench", base=tiny_dir), 2, "test", max_tokens=48,
+                           max_rounds=2)
+    assert again["outcomes"] == rec["recorded"]["outcomes"]
+    assert again["tool_call_turns"] == rec["recorded"]["tool_call_turns"]
 
 
 def test_smol_target_strings_fail_clearly(tmp_path):
@@ -174,3 +187,22 @@ def test_smol_target_strings_fail_clearly(tmp_path):
         if not (smol_target.ADAPTERS / b / "ADAPTER.json").is_file():
             with pytest.raises(ConfigError, match="no trained adapter is shipped"):
                 smol_target.shipped(b)
+            from harness_gym.models.factory import make_backend
+
+            with pytest.raises(ConfigError, match="no trained adapter is shipped"):
+                make_backend("smol", benchmark=b)  # what an env with target="smol" builds
+
+
+
+@pytest.mark.parametrize("env_id", ["HarnessEdit-DBBench-v0", "HarnessEdit-ALFWorld-v0"])
+def test_env_with_the_smol_target_resolves_its_own_benchmark(env_id):
+    """``target="smol"`` in an env means that env's benchmark (no adapter is shipped yet: a one-line error naming it)."""
+    import gymnasium as gym
+
+    import harness_gym  # noqa: F401 - registers the envs
+
+    bench = env_id.split("-")[1].lower()
+    if (smol_target.ADAPTERS / bench / "ADAPTER.json").is_file():
+        pytest.fail("an adapter is shipped now: replace this test by the shipped-adapter outcome test")
+    with pytest.raises(ConfigError, match=f"no trained adapter is shipped for {bench}"):
+        gym.make(env_id, target="smol")

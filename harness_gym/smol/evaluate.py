@@ -45,6 +45,10 @@ def evaluate_model(benchmark: str, model_dir: Path, n_tasks: int, split: str, *,
             "tool_call_turns": sum(1 for r in results for m in r.messages if m.get("role") == "assistant" and m.get("tool_calls")),
             "assistant_turns": sum(1 for r in results for m in r.messages if m.get("role") == "assistant"),
             "errors": [r.error for r in results if r.error],
+            # what the model wrote: the first replies of the first two episodes
+            "samples": [[str(m.get("content") or "")[:300] + "".join(f" <call {c['function']['name']} {c['function']['arguments'][:200]}>"
+                                                                 for c in m.get("tool_calls") or [])
+                         for m in r.messages if m.get("role") == "assistant"][:3] for r in results[:2]],
             "seconds": round(time.time() - t0, 1)}
 
 

