@@ -134,7 +134,7 @@ class Planner:
     def reach(self, rec: str, then: str, why: str) -> tuple[str, str]:
         """Go to ``rec``, open it when it is closed, then ``then``."""
         if not self.at(rec):
-            return self.goto(rec, why)
+            return self.goto(rec, f"{why.split(';')[0].rstrip('.')}; first I go to the {rec}.")
         if self.can(then):
             return then, why
         if self.can(f"open {rec}"):
