@@ -86,7 +86,7 @@ class HarnessEditEnv(gym.Env):
             self.evaluator = make_evaluator(
                 cfg.executor,
                 self.spec_,
-                make_backend(cfg.target),
+                make_backend(cfg.target, benchmark=cfg.benchmark),
                 world_backend=world_backend,
                 world_label=self.backend,  # rollouts cache by backend kind, not by a container's port
                 target_name=cfg.target,

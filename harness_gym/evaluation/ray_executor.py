@@ -67,7 +67,7 @@ def _worker_evaluator(cfg: WorkerConfig, spec: BenchmarkSpec | None) -> Any:
     key = (cfg, None if spec is None else id(spec.world_factory))
     ev = _WORKER_EVALUATORS.get(key)
     if ev is None:
-        ev = Evaluator(spec or get_benchmark(cfg.benchmark), make_backend(cfg.target_name), world_backend=cfg.world_backend,
+        ev = Evaluator(spec or get_benchmark(cfg.benchmark), make_backend(cfg.target_name, benchmark=cfg.benchmark), world_backend=cfg.world_backend,
                        target_name=cfg.target_name, sampling=cfg.sampling, max_concurrency=cfg.max_concurrency,
                        retries=cfg.retries, sandbox_workers=cfg.sandbox_workers, cache=RolloutCache(max_entries=1),
                        sandbox_isolation=cfg.sandbox_isolation, sandbox_timeout_s=cfg.sandbox_timeout_s)

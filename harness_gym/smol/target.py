@@ -1,0 +1,121 @@
+"""The ``smol:<benchmark>`` target: SmolLM2-135M-Instruct plus a LoRA adapter, merged once and cached.
+
+An adapter is a folder with ``adapter_config.json`` and ``adapter_model.safetensors`` (what
+``smol train`` writes). Shipped adapters live in ``harness_gym/smol/adapters/<benchmark>/``
+with ``ADAPTER.json`` recording the adapter's sha256, its training and what it achieves;
+the sha256 is checked before use. ``merged_dir`` merges base + adapter
+(``peft``'s ``merge_and_unload``) into a normal transformers folder under
+``~/.cache/harness-gym/models/smol-<benchmark>-<sha12>`` once (atomic rename, so
+concurrent processes never see half a folder); the ``hf`` and ``vllm`` backends then load
+it like any model, at the env's temperature (0 by default: greedy, reproducible).
+
+Target strings: ``smol`` (the env's benchmark), ``smol:<benchmark>``, with options
+``?adapter=<folder>`` (another adapter, e.g. a checkpoint of ``smol train``),
+``engine=hf|vllm`` (default hf) and any option of that engine (``max_tokens``, ``threads``,
+``max_batch``, …).
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl
+
+from harness_gym.errors import BackendError, ConfigError
+
+ADAPTERS = Path(__file__).resolve().parent / "adapters"
+BENCHMARKS = ("dbbench", "webshop", "alfworld")
+MARKER = "harness-gym-smol.json"
+
+
+def shipped(benchmark: str) -> Path:
+    """The shipped adapter folder of ``benchmark`` (its sha256 checked), or a clear error."""
+    if benchmark not in BENCHMARKS:
+        raise ConfigError(f"smol:{benchmark}: unknown benchmark; expected one of {list(BENCHMARKS)}")
+    folder = ADAPTERS / benchmark
+    if not (folder / "ADAPTER.json").is_file():
+        have = sorted(p.name for p in ADAPTERS.iterdir() if (p / "ADAPTER.json").is_file()) if ADAPTERS.is_dir() else []
+        raise ConfigError(f"smol:{benchmark}: no trained adapter is shipped for {benchmark} (shipped: {have or 'none'}); "
+                          f"train one with python -m harness_gym.smol train and use smol:{benchmark}?adapter=<folder>")
+    record = json.loads((folder / "ADAPTER.json").read_text())
+    check_sha256(folder, str(record["sha256"]))
+    return folder
+
+
+def check_sha256(folder: Path, want: str) -> str:
+    from harness_gym.smol.data import sha256_file
+
+    f = folder / "adapter_model.safetensors"
+    if not f.is_file() or not (folder / "adapter_config.json").is_file():
+        raise ConfigError(f"{folder}: not a LoRA adapter folder (needs adapter_config.json and adapter_model.safetensors)")
+    got = sha256_file(f)
+    if want and got != want:
+        raise BackendError(f"{f}: sha256 {got[:12]}… differs from the recorded {want[:12]}…; the adapter is damaged or replaced")
+    return got
+
+
+def merged_dir(adapter: Path, name: str, cache: Path | None = None, base: Path | None = None) -> Path:
+    """Base + ``adapter`` merged into a transformers folder, built once and cached by the adapter's sha256."""
+    from harness_gym.models.extras import require
+    from harness_gym.models.gguf import cache_root, smollm2_dir
+
+    sha = check_sha256(adapter, "")
+    base = Path(base) if base is not None else smollm2_dir()
+    out = (cache or cache_root()) / f"smol-{name}-{sha[:12]}"
+    marker = out / MARKER
+    if marker.is_file() and json.loads(marker.read_text()).get("adapter_sha256") == sha \
+            and json.loads(marker.read_text()).get("base") == str(base):
+        return out
+    torch = require("torch", "smol")
+    transformers = require("transformers", "smol")
+    peft = require("peft", "smol")
+    model = transformers.AutoModelForCausalLM.from_pretrained(str(base), dtype=torch.float32)
+    model = peft.PeftModel.from_pretrained(model, str(adapter)).merge_and_unload()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".merge-", dir=str(out.parent)))
+    try:
+        model.save_pretrained(tmp)
+        transformers.AutoTokenizer.from_pretrained(str(base)).save_pretrained(tmp)  # with the tool chat template
+        (tmp / MARKER).write_text(json.dumps({"adapter_sha256": sha, "adapter": str(adapter), "base": str(base)}))
+        if marker.is_file():  # another process finished first
+            return out
+        if out.exists():
+            shutil.rmtree(out)
+        tmp.rename(out)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
+def parse_target(target: str, benchmark: str | None = None) -> tuple[str, Path, str, dict[str, str]]:
+    """``smol[:<benchmark>][?adapter=…&engine=…&…]`` → (benchmark, adapter folder, engine, engine options)."""
+    head, _, query = target.partition("?")
+    name = head.split(":", 1)[1] if ":" in head else ""
+    if head not in ("smol",) and not head.startswith("smol:"):
+        raise ConfigError(f"target {target!r}: expected smol or smol:<benchmark>")
+    name = name or (benchmark or "")
+    if not name:
+        raise ConfigError(f"target {target!r}: the benchmark is unknown here; write smol:<benchmark> ({'/'.join(BENCHMARKS)})")
+    if benchmark and name != benchmark:
+        raise ConfigError(f"target {target!r} is the {name} agent but the env is {benchmark}; use smol or smol:{benchmark}")
+    opts = dict(parse_qsl(query, keep_blank_values=True))
+    engine = opts.pop("engine", "hf")
+    if engine not in ("hf", "vllm"):
+        raise ConfigError(f"target {target!r}: engine={engine!r}: expected hf or vllm")
+    adapter = Path(opts.pop("adapter")) if "adapter" in opts else shipped(name)
+    if name not in BENCHMARKS:
+        raise ConfigError(f"target {target!r}: unknown benchmark {name!r}; expected one of {list(BENCHMARKS)}")
+    return name, adapter, engine, opts
+
+
+def make_smol_backend(target: str, benchmark: str | None = None) -> Any:
+    """The chat backend of a ``smol`` target string (module doc)."""
+    from harness_gym.models.factory import make_backend
+
+    name, adapter, engine, opts = parse_target(target, benchmark)
+    folder = merged_dir(adapter, name)
+    query = "&".join(f"{k}={v}" for k, v in opts.items())
+    return make_backend(f"{engine}:{folder}" + (f"?{query}" if query else ""))
