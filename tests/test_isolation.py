@@ -273,3 +273,34 @@ def test_hooks_behave_the_same_in_every_mode_nothing_is_imported_after_the_drop(
         assert res.ok, (level, res.error)
         seen[level] = res.value["message"]
     assert seen and set(seen.values()) == {"b'\\xe9' b'\\xff\\xfe\\xe9\\x00' lookup"}, seen
+
+
+BIG_PARENT = """
+import asyncio, sys
+from harness_gym.sandbox.pool import SandboxPool
+ballast = bytearray(600 * 1024 * 1024)
+for i in range(0, len(ballast), 4096):
+    ballast[i] = 1  # resident, as a test runner or trainer holding torch is
+pool = SandboxPool(workers=1, isolation=sys.argv[1])
+code = "def hook(ctx, nb):\\n    return {'type': 'inject_hint', 'message': 'hi'}\\n"
+seen = set()
+for _ in range(3):
+    assert asyncio.run(pool.call(code, "hook", "dbbench", {}, {})).ok
+    seen.update(pool.pids())
+asyncio.run(pool.close())
+print(len(seen))
+"""
+
+
+@pytest.mark.parametrize("level", ["bwrap", "unshare", "process"])
+def test_a_large_parent_does_not_make_every_worker_look_like_a_memory_bomb(level: str) -> None:
+    """Peak memory is the worker's own: ru_maxrss survives execve, so a worker exec'd from a
+    600 MB parent once reported 600 MB and was recycled after every call (process mode)."""
+    import subprocess
+    import sys
+
+    _available(level)
+    done = subprocess.run([sys.executable, "-c", BIG_PARENT, level], capture_output=True, text=True, timeout=120,
+                          cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split()[-1] == "1"  # one worker served all three calls

@@ -600,7 +600,18 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _peak_rss_kb() -> int:
-    """This process's peak resident memory in KB (Linux ru_maxrss; 0 where unknown)."""
+    """This interpreter's peak resident memory in KB: VmHWM of its own address space where
+    /proc is readable, else ru_maxrss (under bwrap, which has no /proc, that is bwrap's small
+    child's). ru_maxrss survives execve, so a worker exec'd straight from a large parent (the
+    process mode under a test runner holding torch) would report the parent's peak and be
+    recycled after every call."""
+    try:
+        with open("/proc/self/status", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"VmHWM:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
     import resource
 
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
