@@ -186,7 +186,8 @@ def save_plot(rows: BenchRows, env_ids: list[str], path: Path) -> Path | None:
         ax.bar(names, means, yerr=errs, capsize=4, color="#4C72B0")
         ax.axhline(0, color="black", linewidth=0.8)
         ax.set_title(env_id)
-        ax.set_ylabel("mean Δ_B (95% CI)")
+        unit = " of success" if table and table[0]["metric"] == "success" else ""
+        ax.set_ylabel(f"mean Δ_B{unit} (95% CI)")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
