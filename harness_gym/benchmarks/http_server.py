@@ -125,7 +125,7 @@ def make_world_server(name: str, route: Route, host: str, port: int, session_tim
 def serve_main(name: str, make_server: Callable[[str, int, float, float], ThreadingHTTPServer], argv: list[str] | None,
                prepare: Callable[[argparse.Namespace], None] | None = None,
                extra_args: Callable[[argparse.ArgumentParser], None] | None = None) -> int:
-    """``python -m harness_gym.targets.<name>.server [--host H] [--port P] [--session-timeout S] [--exit-after-idle S]``."""
+    """``python -m harness_gym.benchmarks.<name>.server [--host H] [--port P] [--session-timeout S] [--exit-after-idle S]``."""
     ap = argparse.ArgumentParser(description=f"Serve the {name} world over HTTP.")
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, default=8765)

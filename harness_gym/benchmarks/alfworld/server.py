@@ -6,7 +6,7 @@ Endpoints (JSON in, JSON out):
 - ``POST /step {"session_id", "action"}`` -> ``{"observation", "done", "won", "score", "admissible_commands"}``
 - ``POST /close {"session_id"}`` -> ``{"closed": true}``; ``GET /health`` -> ``{"ok", "sessions"}``
 Errors come back as ``{"error": "..."}`` with status 400/404. Sessions idle longer than
-``session_timeout`` seconds are reclaimed. Run: ``python -m harness_gym.targets.alfworld.server --port 8765``.
+``session_timeout`` seconds are reclaimed. Run: ``python -m harness_gym.benchmarks.alfworld.server --port 8765``.
 """
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ Endpoints (all POST with a JSON body, answers JSON):
 - ``/close`` ``{"session"}`` → ``{"closed": bool}``
 - ``GET /health`` → ``{"ok": true, "sessions": n}``
 Sessions idle longer than ``session_timeout`` seconds are reclaimed (AgentGym's server
-leaked sessions until it ran out of memory). Run: ``python -m harness_gym.targets.webshop.server
+leaked sessions until it ran out of memory). Run: ``python -m harness_gym.benchmarks.webshop.server
 --port 8765 [--preload generated:0:1000]``.
 """
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """WebShop's ``BenchmarkSpec``: generated or original catalogues, in-process or HTTP worlds.
 
 ``backend="local"`` (default) runs the world in this process; ``backend="http://host:port"``
-talks to ``harness_gym.targets.webshop.server`` (one session per episode).
+talks to ``harness_gym.benchmarks.webshop.server`` (one session per episode).
 """
 from __future__ import annotations
 
