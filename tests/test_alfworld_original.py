@@ -84,7 +84,7 @@ def test_bad_game_files_are_one_line_errors_naming_the_file(tmp_path: Path) -> N
 def test_goal_fields_of_a_look_task() -> None:
     t = next(t for t in UNSEEN if t.task_type == "look_at_obj_in_light")
     g = goal_fields(compile_game(t, "move"), t.task_type)
-    assert g == {"goal": t.goal, "target_type": t.target_type, "destination_type": "", "toggle_type": "desklamp"}
+    assert g == {"goal": t.goal, "target_type": t.target_type, "destination_type": "", "toggle_type": t.toggle_type}
 
 
 def test_original_games_run_through_the_same_interface(tmp_path: Path) -> None:

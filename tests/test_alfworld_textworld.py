@@ -136,6 +136,16 @@ def test_receptacles_that_share_a_location_agree_with_the_engine() -> None:
     assert look.startswith("You are facing the ") and burners[2] in look and ", and " in look
 
 
+def test_unseen_split_holds_floor_lamps_and_shared_locations() -> None:
+    """The lockstep below covers look tasks with a floor lamp (living rooms, as in ALFWorld's
+    layouts) and scenes whose receptacles share a location, in both grammars."""
+    floor = [i for i, t in enumerate(UNSEEN) if t.toggle_type == "floorlamp"]
+    shared = [i for i, t in enumerate(UNSEEN) if t.shared]
+    assert floor and all(UNSEEN[i].room == "livingroom" for i in floor)
+    assert len(shared) >= 10 and {(i // 6) % 2 for i in shared} == {0, 1}
+    assert all(o.split()[0] != "floorlamp" for t in UNSEEN if t.room != "livingroom" for o, _ in t.objects)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("index", range(len(UNSEEN)))
 def test_lockstep_with_the_original_engine(index: int) -> None:

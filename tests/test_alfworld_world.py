@@ -32,7 +32,7 @@ def solve(task: AlfTask, grammar: str = "classic") -> Game:
     g = Game(task, grammar)
 
     def go(rec: str) -> None:
-        if g.location != rec:
+        if rec not in g.at_hand():  # beside the agent (a shared location) needs no walking
             assert g.step(f"go to {rec}") != NOTHING
         if f"open {rec}" in g.admissible():
             g.step(f"open {rec}")
@@ -153,6 +153,41 @@ def test_lamp_and_containment_rules() -> None:
     assert "take desklamp 1 from desk 1" not in g.admissible()
     assert g.step("use desklamp 1") == "You turn on the desklamp 1." and g.won
     assert g.step("examine tomato 1") == NOTHING
+
+
+def test_floor_lamps_stand_in_living_rooms_and_are_used_in_place() -> None:
+    """As in ALFWorld's layouts: every living room has a floor lamp, listed at the receptacle it
+    stands by, used there and never taken; its look tasks are won like the desk lamp's."""
+    tasks = generator.generate_split("train")
+    living = [t for t in tasks if t.room == "livingroom"]
+    assert all(any(kind(o) == "floorlamp" for o, _ in t.objects) for t in living)
+    assert not any(kind(o) == "floorlamp" for t in tasks if t.room != "livingroom" for o, _ in t.objects)
+    looks = [t for t in living if t.task_type == "look_at_obj_in_light"]
+    assert {t.toggle_type for t in looks} == {"floorlamp", "desklamp"}  # a few living rooms have a desk lamp too
+    t = next(t for t in looks if t.toggle_type == "floorlamp")
+    assert t.goal.endswith("the floorlamp")
+    lamp, rec = next((o, r) for o, r in t.objects if kind(o) == "floorlamp")
+    g = Game(t)
+    arrive = g.step(f"go to {rec}")
+    assert f"a {lamp}" in arrive and f"use {lamp}" in g.admissible()
+    assert not any(c.startswith(f"take {lamp}") for c in g.admissible())
+    assert solve(t).won
+
+
+def test_shared_locations_follow_the_original_layouts() -> None:
+    """Some floor plans have receptacles at one location (``AlfTask.shared``), fixed per plan."""
+    tasks = generator.generate_split("train")
+    shared = [t for t in tasks if t.shared]
+    assert 0.3 <= len(shared) / len(tasks) <= 0.8
+    by_layout = {t.layout: t.shared for t in shared}
+    assert all(by_layout.get(t.layout, ()) == t.shared for t in tasks)
+    for t in shared[:40]:
+        names = {r for r, _, _ in t.receptacles}
+        group = t.shared[0]
+        assert len(group) >= 2 and set(group) <= names
+        g = Game(t)
+        g.step(f"go to {group[-1]}")
+        assert f"go to {group[0]}" not in g.admissible() and f"examine {group[0]}" in g.admissible()
 
 
 @pytest.mark.parametrize("grammar", ["classic", "move"])

@@ -129,7 +129,9 @@ class Planner:
         return f"go to {rec}", why
 
     def at(self, rec: str) -> bool:
-        return self.s.location == rec
+        """At ``rec``'s location: there, or at a receptacle beside it (``AlfTask.shared``), where
+        the world lists ``examine rec`` and refuses ``go to rec``."""
+        return self.s.location == rec or (self.s.location is not None and f"examine {rec}" in self.s.admissible)
 
     def reach(self, rec: str, then: str, why: str) -> tuple[str, str]:
         """Go to ``rec``, open it when it is closed, then ``then``."""

@@ -8,6 +8,10 @@ and index; the six task types come in equal shares, round robin. Tasks follow th
 game's rules (``scenes.ACCEPTS``, ``scenes.ELIGIBLE``): objects start only in receptacles that
 can hold them, the destination accepts the target, and only cleanable/heatable/coolable
 objects are targets of those tasks, so every task can be won in the original engine too.
+Lamps and shared locations follow ALFWorld's layouts (``scenes.LIVINGROOM_DESKLAMP_PLANS``,
+``scenes.SHARED_GROUPS``): living rooms have a floor lamp (look tasks there use it, or a desk
+lamp where the plan has one too), bedrooms a desk lamp; about half the floor plans have
+receptacles that stand at one location (two drawers, two cabinets, ...).
 """
 from __future__ import annotations
 
@@ -49,6 +53,28 @@ def layout(room: str, plan: int) -> tuple[tuple[str, bool], ...]:
     if room in ("bedroom", "livingroom") and not any(n.split()[0] in S.LAMP_SPOTS for n, _ in out):
         out.append(("sidetable 1", False))
     return tuple(out)
+
+
+@cache
+def shared_at(room: str, plan: int) -> tuple[tuple[str, ...], ...]:
+    """Receptacles of floor plan ``plan`` that stand at one location (deterministic): as many
+    plans as in ALFWorld's layouts have such a group, drawn with its groups' frequencies."""
+    rng = random.Random(f"alfworld-shared:{room}:{plan}")
+    if rng.random() >= S.SHARED_PLANS[room] / 30:
+        return ()
+    by_type: dict[str, list[str]] = {}
+    for n, _ in layout(room, plan):
+        by_type.setdefault(n.rsplit(" ", 1)[0], []).append(n)
+    fits = [(g, w) for g, w in S.SHARED_GROUPS[room] if all(len(by_type.get(t, ())) >= g.count(t) for t in g)]
+    if not fits:
+        return ()
+    group = rng.choices([g for g, _ in fits], weights=[w for _, w in fits])[0]
+    names: list[str] = []
+    for t in dict.fromkeys(group):
+        k, recs = group.count(t), by_type[t]
+        start = rng.randrange(len(recs) - k + 1)  # neighbours: consecutive numbers
+        names += recs[start:start + k]
+    return (tuple(names),)
 
 
 def plans(split: str, room: str) -> list[int]:
@@ -93,10 +119,10 @@ def _try_task(rng: random.Random, split: str, index: int, task_type: str) -> Alf
     if not spots:
         return None
     dest, toggle = "", ""
+    lamps = lamps_of(room, plan)
     if look:
-        toggle = "desklamp"
-        lamp_spots = [t for t in S.LAMP_SPOTS if t in types_here]
-        if not lamp_spots:
+        toggle = rng.choice(lamps) if lamps else ""
+        if not toggle or not any(t in types_here for t in S.SPOTS_OF_LAMP[toggle]):
             return None
     else:
         excluded = {APPLIANCE_OF.get(transform, "")}
@@ -122,8 +148,9 @@ def _try_task(rng: random.Random, split: str, index: int, task_type: str) -> Alf
     sub = S.SIMILAR_OBJECT.get(target)
     if sub in objects and rng.random() < 0.85:
         put(sub, [t for t in objects[sub] if t in types_here])
-    if look or (room in ("bedroom", "livingroom") and rng.random() < 0.5):
-        put("desklamp", [t for t in S.LAMP_SPOTS if t in types_here])
+    for lamp in lamps:
+        if lamp == toggle or room == "livingroom" or rng.random() < 0.5:
+            put(lamp, [t for t in S.SPOTS_OF_LAMP[lamp] if t in types_here])
     fillers = [o for o in objects if o != target]
     for _ in range(rng.randint(8, 16)):
         o = rng.choice(fillers)
@@ -136,5 +163,13 @@ def _try_task(rng: random.Random, split: str, index: int, task_type: str) -> Alf
     return AlfTask(
         task_id=f"alfworld-{split}-{index:04d}", task_type=task_type, goal=goal, target_type=target,
         destination_type=dest, toggle_type=toggle, room=room, layout=f"FloorPlan{plan}",
-        receptacles=recs, objects=tuple(placed), split=split,
+        receptacles=recs, objects=tuple(placed), split=split, shared=shared_at(room, plan),
     )
+
+
+def lamps_of(room: str, plan: int) -> tuple[str, ...]:
+    """The lamp types a floor plan holds, as in ALFWorld's layouts: every living room a floor lamp
+    (some a desk lamp too), bedrooms a desk lamp, kitchens and bathrooms none."""
+    if room == "livingroom":
+        return ("floorlamp", "desklamp") if plan in S.LIVINGROOM_DESKLAMP_PLANS else ("floorlamp",)
+    return ("desklamp",) if room == "bedroom" else ()

@@ -60,6 +60,7 @@ class Tracker:
     transformed: dict[str, set[str]] = field(default_factory=dict)
     lamp_location: str | None = None
     lamps_on: set[str] = field(default_factory=set)
+    seen: set[str] = field(default_factory=set)  # receptacles whose description was read
 
     @classmethod
     def start(cls, intro: str) -> Tracker:
@@ -76,6 +77,8 @@ class Tracker:
                 self.lamp_location = rec
 
     def _describe(self, text: str) -> None:
+        if m := _CLOSED.search(text) or _OPEN_IN.search(text) or _ON.search(text):
+            self.seen.add(m.group(1))
         if m := _CLOSED.search(text):
             self.closed.add(m.group(1))
             self.opened.discard(m.group(1))
@@ -116,8 +119,8 @@ class Tracker:
             self.transformed.setdefault(m.group(2), set()).add(_STATE[m.group(1)])
         elif m := _USE.match(obs):
             (self.lamps_on.add if m.group(1) == "on" else self.lamps_on.discard)(m.group(2))
-        elif cmd.startswith("examine ") and cmd[8:] == self.location:
-            self._describe(obs)
+        elif cmd.startswith("examine ") and (cmd[8:] == self.location or cmd[8:] in self.receptacles):
+            self._describe(obs)  # a receptacle at hand: where the agent stands, or beside it
 
     def placed(self, target_type: str, destination_type: str) -> list[tuple[str, str]]:
         """Objects of the target type the agent put into a receptacle of the destination type

@@ -86,7 +86,7 @@ identical outputs in a row end the episode as a failure.
 - `ctx.task` — from the goal text: `task_type` (pick_and_place, pick_clean_then_place,
   pick_heat_then_place, pick_cool_then_place, pick_two_obj, look_at_obj), `target_type`
   (e.g. "apple"), `destination_type` (e.g. "countertop"; "" for look_at_obj),
-  `toggle_type` ("desklamp" for look_at_obj, else "").
+  `toggle_type` ("desklamp" or "floorlamp" for look_at_obj, else "").
 - `ctx.predicates` — `action_not_admissible` (on_before_action: the final action is not
   admissible), `nothing_happens_repeated`, `same_observation_repeated`,
   `same_action_repeated` (each a run of >= 2), `remaining_steps_low` (<= 5 steps left).
@@ -132,7 +132,7 @@ PROMPT = PromptParts(
   closed receptacles must be opened before taking or putting.
 - Clean/heat/cool happen only while holding the object at a sinkbasin / microwave /
   fridge ("heat O with microwave N"); look-at tasks need the object held while a desk lamp
-  at the same place is turned on ("use desklamp N").
+  or floor lamp at the same place is turned on ("use desklamp N", "use floorlamp N").
 - Success is judged on the final state: the right object type, transformed if asked, in a
   receptacle of the destination type (two distinct objects for pick_two tasks).
 - ctx["world"] is derived only from what the agent has observed; ctx["admissible"] is

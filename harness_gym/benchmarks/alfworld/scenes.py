@@ -81,7 +81,35 @@ OBJECTS: dict[str, dict[str, tuple[str, ...]]] = {
     },
 }
 LAMP_SPOTS = ("desk", "sidetable", "dresser")
-LAMPS = ("desklamp",)
+# AI2-THOR's floor lamps stand on the floor beside a seat or a side table; ALFWorld lists a lamp
+# among what is seen at that receptacle and never offers to take it (``agents/utils/misc.py``),
+# and the PDDL lets it be used only ``inReceptacle`` of a receptacle at the agent's location
+# (``ToggleObject``), so a floor lamp is placed in one of these, not pickupable, like a desk lamp
+FLOOR_LAMP_SPOTS = ("sidetable", "armchair", "sofa")
+LAMPS = ("desklamp", "floorlamp")
+SPOTS_OF_LAMP = {"desklamp": LAMP_SPOTS, "floorlamp": FLOOR_LAMP_SPOTS}
+# ALFWorld's layouts (``gen/layouts/FloorPlan*-objects.json``): every living room (FloorPlan2xx)
+# has a FloorLamp, these seven a DeskLamp too; no bedroom, kitchen or bathroom has a FloorLamp
+LIVINGROOM_DESKLAMP_PLANS = frozenset({205, 210, 215, 216, 218, 224, 225})
+# receptacles that stand at one location (``gen/layouts/FloorPlan*-openable.json``: the same
+# point, rotation and horizon), as groups of types with how many of the 30 floor plans of the
+# room kind hold such a group (groups of up to three, of the types these rooms hold); and how
+# many of the 30 hold any group at all
+SHARED_GROUPS: dict[str, tuple[tuple[tuple[str, ...], int], ...]] = {
+    "kitchen": ((("cabinet", "cabinet"), 23), (("drawer", "drawer"), 11), (("cabinet", "drawer"), 5),
+                (("drawer", "drawer", "drawer"), 2), (("diningtable", "microwave"), 1), (("drawer", "sinkbasin"), 1),
+                (("microwave", "sinkbasin"), 1)),
+    "bathroom": ((("drawer", "drawer"), 9), (("cabinet", "cabinet"), 8), (("drawer", "drawer", "drawer"), 1),
+                 (("shelf", "shelf"), 1), (("shelf", "shelf", "shelf"), 1), (("cabinet", "garbagecan"), 1),
+                 (("countertop", "toilet"), 1)),
+    "bedroom": ((("drawer", "drawer"), 17), (("shelf", "shelf"), 8), (("drawer", "drawer", "drawer"), 3),
+                (("shelf", "shelf", "shelf"), 1), (("drawer", "sidetable"), 1), (("desk", "shelf"), 1)),
+    "livingroom": ((("drawer", "drawer"), 7), (("shelf", "shelf"), 7), (("drawer", "drawer", "drawer"), 4),
+                   (("shelf", "shelf", "shelf"), 2), (("shelf", "tvstand"), 2), (("drawer", "sidetable"), 2),
+                   (("drawer", "dresser"), 2), (("cabinet", "cabinet"), 2), (("diningtable", "diningtable"), 1),
+                   (("drawer", "shelf"), 1)),
+}
+SHARED_PLANS = {"kitchen": 18, "bathroom": 15, "bedroom": 18, "livingroom": 16}
 # what each task type may target, per room (clean/heat/cool need the appliance's room)
 TRANSFORMABLE = {
     "clean": ("apple", "tomato", "potato", "lettuce", "egg", "mug", "cup", "bowl", "plate", "pan", "pot", "knife",

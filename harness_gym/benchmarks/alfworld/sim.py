@@ -70,7 +70,7 @@ def _base_prompt() -> str:
 def usual_places(obj_type: str) -> tuple[str, ...]:
     """Receptacle types where an object type usually is, most typical first (commonsense prior)."""
     if obj_type in S.LAMPS:
-        return S.LAMP_SPOTS
+        return S.SPOTS_OF_LAMP[obj_type]
     out: list[str] = []
     for room in S.OBJECTS.values():
         for t in room.get(obj_type, ()):
@@ -346,7 +346,7 @@ class _Agent:
                 app = self._first_of(APPLIANCE_OF[self.transform])
                 if app is None:
                     return self._explore()
-                if t.location != app:
+                if not self._at(app):
                     return f"go to {app}", f"I need to {self.transform} the {held}."
                 return f"{self.transform} {held} with {app}", f"Now I {self.transform} the {held}."
             loop = self.transform and self.active("transform_loop", "progress") and self.v.steps and \
@@ -356,7 +356,7 @@ class _Agent:
             rec = self._first_of(self.my_dest())
             if rec is None:
                 return self._explore()
-            if t.location != rec:
+            if not self._at(rec):
                 return f"go to {rec}", f"Now I take the {held} to the {kind(rec)}."
             if rec in t.closed:
                 return f"open {rec}", f"The {rec} is closed."
@@ -370,14 +370,13 @@ class _Agent:
             if held is not None:
                 return self._put_back(held)
             return self._fetch(exclude=set())
-        lamp_loc = t.lamp_location
-        if not lamp_loc:
-            return self._explore(want=S.LAMPS[0])
-        if t.location != lamp_loc:
-            return f"go to {lamp_loc}", "Now I need the lamp."
-        lamp = next((o for o, r in t.object_at.items() if r == lamp_loc and kind(o) in S.LAMPS), None)
+        want = self.v.goal["toggle_type"] if self.v.goal["toggle_type"] in S.LAMPS else S.LAMPS[0]
+        lamp = next((o for o, r in t.object_at.items() if kind(o) == want), None)
         if lamp is None:
-            return self._explore(want=S.LAMPS[0])
+            return self._explore(want=want)
+        lamp_loc = t.object_at[lamp]
+        if not self._at(lamp_loc):
+            return f"go to {lamp_loc}", "Now I need the lamp."
         if self.active("examine_instead", "lamp") or self.has("misread_goal"):
             if any(a == f"examine {held}" for a, _ in self.v.steps[-3:]):
                 return None, DONE_TEXT
@@ -397,7 +396,7 @@ class _Agent:
         cands.sort(key=lambda c: (c[1] != t.location, kind(c[0]) != self.target and False))
         if cands:
             obj, rec = cands[0]
-            if t.location != rec:
+            if not self._at(rec):
                 return f"go to {rec}", f"I saw a {obj} at the {rec}."
             return f"take {obj} from {rec}", f"I take the {obj}."
         return self._explore()
@@ -408,13 +407,26 @@ class _Agent:
         if t.location and t.location in t.closed and opens:
             return f"open {t.location}", f"Let me look inside the {t.location}."
         order = self._search_order(want or self.target)
+        beside = [r for r in order if r != t.location and self._at(r)]  # at this location too (shared)
+        for rec in beside:
+            if rec in t.closed and opens:
+                return f"open {rec}", f"Let me look inside the {rec}."
         for rec in order:
-            if rec not in t.visited:
+            if rec not in t.visited and rec not in t.seen:
+                if rec in beside:  # no walking: the world refuses "go to" where the agent stands
+                    return f"examine {rec}", f"The {rec} is right here; let me check it."
                 return f"go to {rec}", f"Next I check the {rec}."
         for rec in order:  # second pass: open what was left closed
-            if rec in t.closed:
+            if rec in t.closed and not self._at(rec):
                 return f"go to {rec}", f"The {rec} was closed; let me open it."
         return "look", "I cannot find it."
+
+    def _at(self, rec: str) -> bool:
+        """Is ``rec`` at the agent's location: where it went, or beside it (a shared location,
+        where the actions list ``examine rec`` and no ``go to rec``)?"""
+        loc = self.t.location
+        return loc == rec or (loc is not None and f"examine {rec}" in self.v.admissible
+                              and f"go to {rec}" not in self.v.admissible)
 
     def _search_order(self, obj_type: str) -> list[str]:
         rng = random.Random(f"{self.p.seed}:{obj_type}")
@@ -437,9 +449,10 @@ class _Agent:
         if t.location and kind(t.location) != self.dest and t.location not in t.closed and S.can_contain(kind(t.location), kind(held)):
             return self._put(held, t.location), f"This is not the right object; I put the {held} down."
         src = next((r for o, r in reversed(t.takes) if o == held), None)
-        if src and src != t.location:
+        if src and not self._at(src):
             return f"go to {src}", f"I put the {held} back where it was."
-        spot = next((r for r in t.receptacles if kind(r) != self.dest and r not in t.closed and S.can_contain(kind(r), kind(held))), None)
+        spot = next((r for r in t.receptacles if kind(r) != self.dest and r not in t.closed and not self._at(r)
+                     and S.can_contain(kind(r), kind(held))), None)
         return (f"go to {spot}" if spot else "look"), "I need somewhere to put this down."
 
     def _waste(self) -> bool:
