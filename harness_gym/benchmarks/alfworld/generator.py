@@ -136,9 +136,14 @@ def _try_task(rng: random.Random, split: str, index: int, task_type: str) -> Alf
     placed: list[tuple[str, str]] = []
     counts: dict[str, int] = {}
 
+    beside = {n for group in shared_at(room, plan) for n in group}
+
     def put(obj_type: str, allowed: list[str]) -> None:
-        # objects start only where the original's receptacle table lets them be (lamps stand on their spots)
-        cands = [r for t in allowed if obj_type in S.LAMPS or S.can_contain(t, obj_type) for r in by_type.get(t, [])]
+        # objects start only where the original's receptacle table lets them be (lamps stand on their spots);
+        # what the task needs never starts at a shared location: ALFWorld's handcoded expert walks to one
+        # receptacle there and never looks into the others, and ALFWorld drops games its expert cannot solve
+        cands = [r for t in allowed if obj_type in S.LAMPS or S.can_contain(t, obj_type) for r in by_type.get(t, [])
+                 if not (r in beside and obj_type in (target, toggle))]
         if cands:
             counts[obj_type] = counts.get(obj_type, 0) + 1
             placed.append((f"{obj_type} {counts[obj_type]}", rng.choice(cands)))
