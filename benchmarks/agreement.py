@@ -7,7 +7,12 @@ guards of the Harness-R1 demo's kind and trigger-word-only lines (``benchmarks/p
 is scored on the same batches (env seeds ``0..batches-1``) by target A and target B.
 It reports, per env and per metric (Δ score, Δ success), Spearman's ρ between A's and B's
 mean Δ, sign agreement (patches whose Δ has the same sign, |Δ| < ``--eps`` counting as 0),
-the per-patch table (markdown and JSON) and a scatter plot (PNG).
+the per-patch table (markdown and JSON: mean Δ with its paired 95% t-interval over the
+batches, and the tasks each patch fixed and broke — solved after but not before, and the
+reverse — summed over the batches) and a scatter plot (PNG). A target's scores are kept in
+``<out>/scores_<env>_<a|b>.json`` next to the panel they belong to and reused while the panel
+and the batch count are the same (a real target's scoring takes hours on a CPU; the sim's is
+seconds).
 
 Targets are the env's ``target`` strings (``sim``, ``hf:…``, ``vllm:…``, ``openai:…``, and
 ``smol`` once the factory knows it — issue 12), plus two stand-ins for when no real target
@@ -32,6 +37,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+from harness_gym.evaluation.stats import mean_ci  # noqa: E402
 
 ENV_IDS = {"webshop": "HarnessEdit-WebShop-v0", "dbbench": "HarnessEdit-DBBench-v0", "alfworld": "HarnessEdit-ALFWorld-v0"}
 POLICIES = ("template", "self-refine", "co-harness", "noop")
@@ -86,8 +93,9 @@ def _apply_stand_in(target: str) -> str:
     return "sim"
 
 
-def score(benchmark: str, target: str, texts: list[str], batches: int) -> list[list[dict[str, Any]]]:
-    """Per batch, per patch: {valid, delta_score, delta_success} on env seeds 0..batches-1."""
+def score(benchmark: str, target: str, texts: list[str], batches: int, partial: Path | None = None) -> list[list[dict[str, Any]]]:
+    """Per batch, per patch: {valid, delta_score, delta_success, fixed, broke} on env seeds 0..batches-1
+    (the batches scored so far are written to ``partial`` after each one)."""
     import gymnasium as gym
 
     import harness_gym  # noqa: F401
@@ -99,17 +107,48 @@ def score(benchmark: str, target: str, texts: list[str], batches: int) -> list[l
             env.reset(seed=s)
             res = env.unwrapped.evaluate_patches(texts)
             out.append([{"valid": r["patch_valid"], "delta_score": r.get("delta_score"),
-                         "delta_success": r.get("delta_success"), "error": r.get("patch_error")} for r in res])
+                         "delta_success": r.get("delta_success"), "error": r.get("patch_error"),
+                         **fix_break(r.get("per_task") or [])} for r in res])
+            print(f"agreement: {benchmark} on {target}: batch {s + 1}/{batches} scored", file=sys.stderr, flush=True)
+            if partial is not None:
+                partial.write_text(json.dumps(out), encoding="utf-8")
     finally:
         env.close()
     return out
 
 
+def fix_break(per_task: list[dict[str, Any]]) -> dict[str, int]:
+    """Tasks a patch fixed (solved only after it) and broke (solved only before), by reward 1.0."""
+    def ok(x: Any) -> bool:
+        return x is not None and float(x) >= 1.0
+
+    pairs = [(ok(t.get("baseline_reward")), ok(t.get("patched_reward"))) for t in per_task]
+    return {"fixed": sum(1 for b, a in pairs if a and not b), "broke": sum(1 for b, a in pairs if b and not a),
+            "baseline_solved": sum(1 for b, _ in pairs if b), "tasks": len(pairs)}
+
+
 def score_in_subprocess(benchmark: str, target: str, panel_file: Path, batches: int, out_file: Path) -> list[list[dict]]:
+    key = {"target": target, "batches": batches, "panel_sha256": _sha256(panel_file)}
+    if out_file.is_file():
+        try:
+            kept = json.loads(out_file.read_text(encoding="utf-8"))
+            if isinstance(kept, dict) and kept.get("key") == key:
+                print(f"agreement: {benchmark} on {target}: reusing {out_file}", file=sys.stderr)
+                return kept["scores"]
+        except (OSError, ValueError):
+            pass
     cmd = [sys.executable, __file__, "--score-one", benchmark, "--target-one", target, "--panel-file", str(panel_file),
            "--batches", str(batches), "--score-out", str(out_file)]
     subprocess.run(cmd, check=True, cwd=ROOT)
-    return json.loads(out_file.read_text(encoding="utf-8"))
+    scores = json.loads(out_file.read_text(encoding="utf-8"))
+    out_file.write_text(json.dumps({"key": key, "scores": scores}), encoding="utf-8")
+    return scores
+
+
+def _sha256(path: Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 # --- statistics ----------------------------------------------------------------------------------
@@ -154,10 +193,14 @@ def summarize(panel: list[dict], a: list[list[dict]], b: list[list[dict]], eps: 
     for i, p in enumerate(panel):
         ra = [batch[i] for batch in a if batch[i]["valid"]]
         rb = [batch[i] for batch in b if batch[i]["valid"]]
-        row = {"name": p["name"], "family": p["family"], "valid": bool(ra) and bool(rb)}
-        for m in ("delta_score", "delta_success"):
-            row[f"a_{m}"] = sum(r[m] for r in ra) / len(ra) if ra else None
-            row[f"b_{m}"] = sum(r[m] for r in rb) / len(rb) if rb else None
+        row: dict[str, Any] = {"name": p["name"], "family": p["family"], "valid": bool(ra) and bool(rb)}
+        for side, rs in (("a", ra), ("b", rb)):
+            for m in ("delta_score", "delta_success"):
+                ci = mean_ci([r[m] for r in rs])
+                row[f"{side}_{m}"] = ci.mean if rs else None
+                row[f"{side}_{m}_ci"] = [ci.lo, ci.hi] if len(rs) > 1 else None
+            for k in ("fixed", "broke"):
+                row[f"{side}_{k}"] = sum(r.get(k, 0) for r in rs)
         rows.append(row)
     valid = [r for r in rows if r["valid"]]
     stats = {}
@@ -173,11 +216,16 @@ def table_md(env_id: str, a: str, b: str, batches: int, result: dict[str, Any], 
     s = result["stats"][metric]
     out = [f"## {env_id}: {a} vs {b}, {batches} batches, {metric.replace('_', ' ')}",
            f"Spearman ρ = {s['spearman']:+.3f}, sign agreement = {s['sign_agreement']:.0%} over {s['n']} patches", "",
-           f"| patch | family | {a} Δ score | {b} Δ score | {a} Δ success | {b} Δ success |", "|---|---|---|---|---|---|"]
+           f"| patch | family | {a} Δ | {b} Δ [95% CI] | {a} fixed/broke | {b} fixed/broke |", "|---|---|---|---|---|---|"]
     fmt = lambda v: "invalid" if v is None else f"{v:+.3f}"  # noqa: E731
-    for r in sorted(result["rows"], key=lambda r: -(r[f"a_{metric}"] or -9)):
-        out.append(f"| {r['name']} | {r['family']} | {fmt(r['a_delta_score'])} | {fmt(r['b_delta_score'])} | "
-                   f"{fmt(r['a_delta_success'])} | {fmt(r['b_delta_success'])} |")
+
+    def with_ci(r: dict[str, Any], side: str) -> str:
+        ci = r.get(f"{side}_{metric}_ci")
+        return fmt(r[f"{side}_{metric}"]) + (f" [{ci[0]:+.3f}, {ci[1]:+.3f}]" if ci else "")
+
+    for r in sorted(result["rows"], key=lambda r: -(r[f"b_{metric}"] if r[f"b_{metric}"] is not None else -9)):
+        out.append(f"| {r['name']} | {r['family']} | {fmt(r[f'a_{metric}'])} | {with_ci(r, 'b')} | "
+                   f"{r.get('a_fixed', 0)}/{r.get('a_broke', 0)} | {r.get('b_fixed', 0)}/{r.get('b_broke', 0)} |")
     return "\n".join(out)
 
 
@@ -228,7 +276,10 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.score_one:  # child process: one target, one env
         texts = [p["text"] for p in json.loads(args.panel_file.read_text(encoding="utf-8"))]
-        args.score_out.write_text(json.dumps(score(args.score_one, args.target_one, texts, args.batches)), encoding="utf-8")
+        partial = args.score_out.with_name(args.score_out.name + ".partial")
+        args.score_out.write_text(json.dumps(score(args.score_one, args.target_one, texts, args.batches, partial)),
+                                  encoding="utf-8")
+        partial.unlink(missing_ok=True)
         return 0
     envs = [e.strip() for e in args.env.split(",") if e.strip()]
     bad = [e for e in envs if e not in ENV_IDS]

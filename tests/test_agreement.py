@@ -44,3 +44,30 @@ def test_a_small_run_writes_the_table_json_and_plot(tmp_path: Path) -> None:
     assert "| patch | family |" in (tmp_path / "agreement.md").read_text()
     assert (tmp_path / "agreement_delta_score.png").stat().st_size > 1000
     assert ag.main(["--env", "nosuch"]) == 2
+
+
+def test_fix_break_counts_and_paired_intervals_in_the_summary() -> None:
+    per_task = [{"baseline_reward": 1.0, "patched_reward": 0.0}, {"baseline_reward": 0.0, "patched_reward": 1.0},
+                {"baseline_reward": 0.5, "patched_reward": 1.0}, {"baseline_reward": 1.0, "patched_reward": 1.0},
+                {"baseline_reward": None, "patched_reward": 1.0}]
+    assert ag.fix_break(per_task) == {"fixed": 3, "broke": 1, "baseline_solved": 2, "tasks": 5}
+    panel = [{"name": "p", "family": "x"}]
+    cell = lambda d, f, b: {"valid": True, "delta_score": d, "delta_success": d, "fixed": f, "broke": b}  # noqa: E731
+    res = ag.summarize(panel, [[cell(0.1, 1, 0)], [cell(0.3, 3, 0)]], [[cell(0.0, 1, 1)], [cell(0.2, 2, 0)]], eps=0.005)
+    row = res["rows"][0]
+    assert row["b_delta_score"] == pytest.approx(0.1) and row["b_fixed"] == 3 and row["b_broke"] == 1
+    lo, hi = row["b_delta_score_ci"]
+    assert lo < 0.1 < hi and hi - 0.1 == pytest.approx(0.1 - lo)
+    md = ag.table_md("E", "sim", "smol", 2, res, "delta_score")
+    assert "| p | x | +0.200 | +0.100 [" in md and "| 4/0 | 3/1 |" in md
+
+
+def test_scores_are_reused_for_the_same_panel_and_batches(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["--env", "dbbench", "--a", "sim", "--b", "sim:flaws=off", "--batches", "1", "--out", str(tmp_path)]
+    assert ag.main(args) == 0
+    first = (tmp_path / "agreement.md").read_text()
+    capsys.readouterr()
+    assert ag.main(args) == 0
+    assert "reusing" in capsys.readouterr().err and (tmp_path / "agreement.md").read_text() == first
+    assert ag.main(args[:-3] + ["2", "--out", str(tmp_path)]) == 0   # another batch count: scored again
+    assert json.loads((tmp_path / "agreement.json").read_text())["batches"] == 2

@@ -86,3 +86,31 @@ def test_smollm2_as_vllm_target(smol: str) -> None:
 
     ev, before, after = _run(backend, rerun)  # the evaluator closes the engine
     _check("vllm:", ev, before, after)
+
+
+def test_hf_prefix_cache_gives_the_replies_of_whole_prompts(smol: str) -> None:
+    """With the prefix cache (default) the hf backend runs the shared system prompt once and each row's rest on its
+    cache ([prefix][padding][rest]); greedy replies equal those of whole left-padded prompts, rows of different
+    lengths and a prompt with no shared prefix included, and the prefix is computed once across calls."""
+    from harness_gym.evaluation.benchmarks import get_benchmark
+    from harness_gym.models.base import ChatRequest, Sampling
+    from harness_gym.models.hf import HFBackend, HFConfig
+
+    spec = get_benchmark("dbbench")
+    tools = spec.default_harness().tools()
+    system = {"role": "system", "content": spec.default_harness().system_prompt()}
+    tasks = spec.load_tasks("test", None)[:3]
+    msgs = [[system, {"role": "user", "content": t.description + " " * k}] for k, t in enumerate(tasks)]
+    msgs.append([{"role": "user", "content": "Say hello."}])  # shares nothing: the batch runs whole prompts
+    reqs = [ChatRequest(messages=m, tools=tools, sampling=Sampling(temperature=0.0, max_tokens=24), seed=i)
+            for i, m in enumerate(msgs)]
+    whole = HFBackend(HFConfig(path=smol, prefix_cache=False))
+    cached = HFBackend(HFConfig(path=smol))
+    want = whole.generate_sync(reqs[:3])
+    assert cached.generate_sync(reqs[:3]) == want
+    assert len(cached._prefixes) == 1
+    shared = next(iter(cached._prefixes))
+    assert len(shared) > 100 and cached.formatter.decode(list(shared)).count("execute_sql") >= 1
+    assert cached.generate_sync(reqs[1:3]) == want[1:3]  # the kept prefix serves a new call
+    assert len(cached._prefixes) == 1
+    assert cached.generate_sync(reqs) == whole.generate_sync(reqs)
