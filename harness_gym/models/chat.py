@@ -17,6 +17,18 @@ from harness_gym.models.toolcalls import (
 from harness_gym.types import Message
 
 
+def leading_shared(seqs: list[list[int]], limit: int) -> int:
+    """How many leading ids every sequence shares, at most ``limit`` (the hf prefix cache and
+    ``smol train``'s shared prefix both use it)."""
+    first, n = seqs[0], limit
+    for s in seqs[1:]:
+        k = 0
+        while k < n and s[k] == first[k]:
+            k += 1
+        n = k
+    return n
+
+
 class ChatFormatter:
     def __init__(self, tokenizer: Any, chat_template: str | None = None) -> None:
         self.tokenizer = tokenizer

@@ -24,7 +24,7 @@ from typing import Any
 
 from harness_gym.errors import BackendError, ConfigError
 from harness_gym.models.base import ChatBackend, ChatRequest
-from harness_gym.models.chat import ChatFormatter
+from harness_gym.models.chat import ChatFormatter, leading_shared
 from harness_gym.models.extras import require
 from harness_gym.models.toolcalls import reply_from_text
 from harness_gym.types import Message
@@ -161,14 +161,8 @@ class HFBackend(ChatBackend):
         the prefix cache is off or the shared part is shorter than ``prefix_min``."""
         if not self.config.prefix_cache:
             return []
-        first = prompts[0]
-        n = min(len(p) for p in prompts) - 1
-        for p in prompts[1:]:
-            k = 0
-            while k < n and p[k] == first[k]:
-                k += 1
-            n = k
-        return list(first[:n]) if n >= self.config.prefix_min else []
+        n = leading_shared(prompts, min(len(p) for p in prompts) - 1)
+        return list(prompts[0][:n]) if n >= self.config.prefix_min else []
 
     def _prefix_cache(self, prefix: list[int], rows: int) -> Any:
         """A fresh cache holding ``prefix``'s keys and values for ``rows`` rows (the prefix runs once, then is kept)."""

@@ -175,15 +175,12 @@ def common_prefix(encoded: list[dict[str, list[int]]]) -> list[int]:
     """The longest run of leading token ids that every example shares and none trains on
     (the last shared token stays out, so the remainder is never empty and the first trained
     token is predicted from the remainder's own hidden states)."""
-    first = encoded[0]["input_ids"]
-    n = min(len(e["input_ids"]) for e in encoded)
-    for e in encoded:
-        ids, mask = e["input_ids"], e["assistant_masks"]
-        k = 0
-        while k < n and ids[k] == first[k]:
-            k += 1
-        n = min(k, mask.index(1) if 1 in mask else len(mask))
-    return list(first[: max(0, n - 1)])
+    from harness_gym.models.chat import leading_shared
+
+    untrained = min(e["assistant_masks"].index(1) if 1 in e["assistant_masks"] else len(e["assistant_masks"])
+                    for e in encoded)
+    n = leading_shared([e["input_ids"] for e in encoded], untrained)
+    return list(encoded[0]["input_ids"][: max(0, n - 1)])
 
 
 def _trainer_class() -> Any:
