@@ -32,7 +32,7 @@ from harness_gym.harness.files import Harness
 from harness_gym.models.base import ChatBackend, ChatRequest
 from harness_gym.types import Message
 
-GENERATOR_VERSION = "smol-data-1"
+GENERATOR_VERSION = "smol-data-2"
 BENCHMARKS = ("dbbench", "webshop", "alfworld")
 
 # Harness messages in several styles: not only this project's own template phrasing.

@@ -1,22 +1,28 @@
-"""A clean ALFWorld expert: a PDDL-valid plan from the scene, played one command at a time.
+"""An ALFWorld expert that acts only on what it has seen: explore, take, transform, put.
 
 ``respond`` has the sim policy's contract (a ``ChatRequest`` whose ``knowledge`` is the
-task; an assistant message with one ``take_action`` call back). It knows the scene (where
-every object starts) and the goal; everything else it reads from the conversation — the
-observations (``You pick up the …``, ``You put the …``, ``You clean the …``, ``You turn on
-the …``, ``You open the …``) and the ``AVAILABLE ACTIONS`` list — so it follows the world
-whatever its rules (which receptacles hold what, which need opening):
+task; an assistant message with one ``take_action`` call back). From the task it uses only
+what the first observation shows a player — the goal and the room's receptacles — never
+where objects are: everything else it reads from the conversation, the observations
+(``On the …, you see …``, ``The … is open. In it, you see …``, ``You pick up the …``,
+``You put the …``, ``You clean the …``, ``You turn on the …``) and the ``AVAILABLE ACTIONS``
+list. Its policy is one a model can learn from transcripts, because every step is
+derivable from them:
 
-1. go to where the next target object is, open it if it is closed, take the object;
-2. clean/heat/cool it at the sink basin/microwave/fridge (opening the appliance when the
-   transform is not yet available);
+1. to find an object type, go to the unexplored receptacles in a fixed commonsense order
+   (``search_order``: the receptacle types that type is usually found in, then the rest of
+   the room, each type's instances in number order), opening closed ones, until an
+   observation lists one; objects seen on the way are remembered. Each such step's thought
+   lists the receptacles still to check, so what a model must remember is in the
+   transcript (copy the list, drop its head) rather than only in a long history;
+2. take it; clean/heat/cool it at the sink basin/microwave/fridge;
 3. go to a destination receptacle where putting it is admissible (open it if needed) and
    put it; for two objects, both into the same receptacle;
-4. for the look tasks: with the object in hand, go to the lamp and use it.
+4. for the look tasks: with the object in hand, find the lamp the same way and use it.
 
-Every command it sends is taken from the current available actions when it can be; a
-scene where no plan works (an unwinnable task) ends with the expert looking around, and
-the episode fails as it must.
+Its thoughts name only what the transcript has shown. The gold scene is used by nobody
+here: the episode's success (the world's own check) decides which transcripts are kept
+(``smol/data.py``). With nothing left to explore it looks around, and the episode fails.
 """
 from __future__ import annotations
 
@@ -24,6 +30,7 @@ import asyncio
 import re
 from dataclasses import dataclass, field
 
+from harness_gym.benchmarks.alfworld import scenes as S
 from harness_gym.benchmarks.alfworld.tasks import APPLIANCE_OF, AlfTask, kind
 from harness_gym.benchmarks.base import World
 from harness_gym.harness.files import Harness
@@ -39,18 +46,42 @@ _ON = re.compile(r"You turn on the (.+?)\.")
 _OFF = re.compile(r"You turn off the (.+?)\.")
 _OPEN = re.compile(r"You open the (.+?)\.")
 _CLOSE = re.compile(r"You close the (.+?)\.")
-_AT = re.compile(r"You arrive at .*?(?:On the (.+?), you see|The (.+?) is (?:open|closed))")
 _AT_MOVE = re.compile(r"You arrive at (.+?)\.")
+_DESC = re.compile(r"(?:On the (?P<a>[a-z]+ \d+), you see (?P<ia>[^.]*)\.|"
+                   r"The (?P<b>[a-z]+ \d+) is open\. In it, you see (?P<ib>[^.]*)\.)")
+_CLOSED = re.compile(r"The ([a-z]+ \d+) is closed\.")
+_ITEM = re.compile(r"\ban? ([a-z]+ \d+)")
+
+
+def search_order(obj_type: str, room: str, receptacles: list[str]) -> list[str]:
+    """Where to look for ``obj_type``: the receptacle types it usually starts in (this room kind's
+    list first, then other rooms'), then every other receptacle, instances in number order."""
+    if obj_type in S.LAMPS:
+        likely = list(S.SPOTS_OF_LAMP[obj_type])
+    else:
+        likely = list(S.OBJECTS.get(room, {}).get(obj_type, ()))
+        for other in S.OBJECTS.values():
+            likely += [t for t in other.get(obj_type, ()) if t not in likely]
+    rank = {t: i for i, t in enumerate(likely)}
+
+    def key(rec: str) -> tuple[int, int, str]:
+        head, _, tail = rec.rpartition(" ")
+        return rank.get(kind(rec), len(rank)), int(tail) if tail.isdigit() else 0, head
+
+    return sorted(receptacles, key=key)
 
 
 @dataclass
 class Scene:
-    """The scene as the expert knows it: the task's start state, updated from the observations."""
+    """What the conversation has shown: where objects were seen, what was explored, held, done."""
 
-    where: dict[str, str]
+    receptacles: list[str]
+    where: dict[str, str] = field(default_factory=dict)  # object -> receptacle it was last seen in
+    seen: set[str] = field(default_factory=set)  # receptacles whose contents were shown
     location: str | None = None
     held: str | None = None
     opened: set[str] = field(default_factory=set)
+    closed: set[str] = field(default_factory=set)
     done: dict[str, set[str]] = field(default_factory=dict)  # object -> transforms applied
     lamps_on: set[str] = field(default_factory=set)
     placed: dict[str, str] = field(default_factory=dict)  # object -> receptacle put into
@@ -59,8 +90,7 @@ class Scene:
 
     @classmethod
     def read(cls, task: AlfTask, messages: list[Message]) -> Scene:
-        scene = cls(where={o: r for o, r in task.objects})
-        scene.opened = {n for n, op, st in task.receptacles if op and st}
+        scene = cls(receptacles=[n for n, _, _ in task.receptacles])
         last_call = ""
         for msg in messages[1:]:
             role, text = msg.get("role"), str(msg.get("content") or "")
@@ -83,20 +113,25 @@ class Scene:
     def observe(self, obs: str, command: str) -> None:
         if obs.startswith("Nothing happens") and command:
             self.failed[command] = self.failed.get(command, 0) + 1
-        m = _AT.search(obs)
         if obs.startswith("You arrive at"):
-            if m:
-                self.location = m.group(1) or m.group(2)
-            elif command.startswith("go to "):
+            if command.startswith("go to "):
                 self.location = command[6:]
-            else:
-                m2 = _AT_MOVE.match(obs)
-                self.location = m2.group(1) if m2 else self.location
-            if "is open" in obs and self.location:
-                self.opened.add(self.location)
+            elif m := _AT_MOVE.match(obs):
+                self.location = m.group(1)
+        for m in _DESC.finditer(obs):
+            rec, items = (m.group("a"), m.group("ia")) if m.group("a") else (m.group("b"), m.group("ib"))
+            self.seen.add(rec)
+            if m.group("b"):
+                self.opened.add(rec)
+            for o in [o for o, r in self.where.items() if r == rec]:
+                del self.where[o]
+            for o in _ITEM.findall(items):
+                self.where[o] = rec
+        for rec in _CLOSED.findall(obs):
+            self.closed.add(rec)
         if m := _PICK.search(obs):
             self.held = m.group(1)
-            self.where[m.group(1)] = ""
+            self.where.pop(m.group(1), None)
             self.placed.pop(m.group(1), None)
         if m := _PUT.search(obs):
             self.where[m.group(1)], self.placed[m.group(1)] = m.group(2), m.group(2)
@@ -119,14 +154,10 @@ class Planner:
 
     def __init__(self, task: AlfTask, scene: Scene) -> None:
         self.task, self.s = task, scene
-        self.rooms = [n for n, _, _ in task.receptacles]
-        self.openable = {n: op for n, op, _ in task.receptacles}
+        self.rooms = scene.receptacles
 
     def can(self, cmd: str) -> bool:
         return cmd in self.s.admissible
-
-    def goto(self, rec: str, why: str) -> tuple[str, str]:
-        return f"go to {rec}", why
 
     def at(self, rec: str) -> bool:
         """At ``rec``'s location: there, or at a receptacle beside it (``AlfTask.shared``), where
@@ -136,19 +167,46 @@ class Planner:
     def reach(self, rec: str, then: str, why: str) -> tuple[str, str]:
         """Go to ``rec``, open it when it is closed, then ``then``."""
         if not self.at(rec):
-            return self.goto(rec, f"{why.split(';')[0].rstrip('.')}; first I go to the {rec}.")
+            return f"go to {rec}", f"{why.split(';')[0].rstrip('.')}; first I go to the {rec}."
         if self.can(then):
             return then, why
         if self.can(f"open {rec}"):
             return f"open {rec}", f"The {rec} is closed; let me open it."
         return then, why
 
+    def find(self, obj_type: str, exclude: set[str] = frozenset()) -> tuple[str, str] | None:
+        """Take a seen ``obj_type`` object (not in ``exclude``'s receptacles), or explore toward one;
+        None when every receptacle has been explored without seeing one."""
+        s = self.s
+        seen = [o for o, r in s.where.items() if kind(o) == obj_type and r and r not in exclude]
+        if seen:
+            order = {r: i for i, r in enumerate(self.rooms)}
+            obj = min(seen, key=lambda o: (not self.at(s.where[o]), order.get(s.where[o], 99), o))
+            rec = s.where[obj]
+            return self.reach(rec, f"take {obj} from {rec}", f"I see a {obj} in the {rec}; I take it.")
+        return self.explore(obj_type, exclude)
+
+    def explore(self, obj_type: str, exclude: set[str] = frozenset()) -> tuple[str, str] | None:
+        """The next step toward an unexplored receptacle in ``search_order``; its thought carries the
+        receptacles still to check, so the state a model must track is written in the transcript."""
+        s = self.s
+        left = [r for r in search_order(obj_type, self.task.room, self.rooms) if r not in s.seen and r not in exclude]
+        while left:
+            rec = left[0]
+            if not self.at(rec):
+                return f"go to {rec}", f"I am looking for a {obj_type}. Still to check: {', '.join(left)}. Next I check the {rec}."
+            if self.can(f"open {rec}"):
+                return f"open {rec}", f"The {rec} is closed; let me open it."
+            if self.can(f"examine {rec}"):
+                return f"examine {rec}", f"Let me see what is in the {rec}."
+            s.seen.add(rec)  # nothing to open or examine here: nothing more to learn
+            left.pop(0)
+        return None
+
     def plan(self) -> tuple[str, str]:
         t, s = self.task, self.s
-        targets = [o for o in s.where if kind(o) == t.target_type]
         if t.task_type == "look_at_obj_in_light":
-            return self.plan_look(targets)
-        need = 2 if t.task_type == "pick_two_obj_and_place" else 1
+            return self.plan_look()
         verb = t.transform
         placed = {o: r for o, r in s.placed.items() if kind(o) == t.target_type and kind(r) == t.destination_type
                   and (not verb or verb in s.done.get(o, set()))}
@@ -157,13 +215,7 @@ class Planner:
             return self.put_anywhere(held)
         if held is None:
             into = next(iter(placed.values()), None)
-            left = [o for o in targets if o not in placed and s.where.get(o) and not (into and s.where[o] == into)]
-            if not left:
-                return "look", "Let me look around."
-            obj = min(left, key=lambda o: (self.s.where[o] != self.s.location, self.rooms.index(self.s.where[o])
-                                           if self.s.where[o] in self.rooms else 99))
-            rec = s.where[obj]
-            return self.reach(rec, f"take {obj} from {rec}", f"The {obj} is in the {rec}; I take it.")
+            return self.find(t.target_type, {into} if into else set()) or ("look", "Let me look around.")
         if verb and verb not in s.done.get(held, set()):
             app = self.first(APPLIANCE_OF[verb])
             if app is None:
@@ -192,25 +244,24 @@ class Planner:
     def first(self, rtype: str) -> str | None:
         return next((r for r in self.rooms if kind(r) == rtype), None)
 
-    def plan_look(self, targets: list[str]) -> tuple[str, str]:
+    def plan_look(self) -> tuple[str, str]:
         t, s = self.task, self.s
-        lamps = [o for o in s.where if kind(o) == t.toggle_type and s.where[o]]
         if s.held is None or kind(s.held) != t.target_type:
             if s.held is not None:
                 return self.put_anywhere(s.held)
-            avail = [o for o in targets if s.where.get(o)]
-            if not avail:
-                return "look", "Let me look around."
-            obj = min(avail, key=lambda o: (s.where[o] != s.location, self.rooms.index(s.where[o]) if s.where[o] in self.rooms else 99))
-            rec = s.where[obj]
-            return self.reach(rec, f"take {obj} from {rec}", f"The {obj} is in the {rec}; I take it.")
+            return self.find(t.target_type) or ("look", "Let me look around.")
+        lamps = [o for o, r in s.where.items() if kind(o) == t.toggle_type and r]
         if not lamps:
-            return "look", "Let me look around."
-        lamp = lamps[0]
+            return self.find_lamp()
+        lamp = min(lamps)
         rec = s.where[lamp]
         if lamp in s.lamps_on and self.at(rec):
             return f"use {lamp}", f"Switching the {lamp} again."
         return self.reach(rec, f"use {lamp}", f"I look at the {s.held} under the {lamp}.")
+
+    def find_lamp(self) -> tuple[str, str]:
+        """Explore toward a lamp while holding the object (``find`` would try to take it)."""
+        return self.explore(self.task.toggle_type) or ("look", "Let me look around.")
 
 
 def respond(request: ChatRequest) -> Message:
