@@ -277,3 +277,30 @@ def test_the_shipped_adapter_reproduces_its_recorded_test_outcomes(smol_dir, ben
                          max_rounds=rec["max_rounds"])
     assert res["outcomes"] == rec["outcomes"]
     assert res["tool_call_turns"] == rec["tool_call_turns"] and res["assistant_turns"] == rec["assistant_turns"]
+
+
+def test_learning_curve_points_are_kept_per_engine_and_round_cap(tmp_path, monkeypatch):
+    """``smol eval`` reuses a finished point only when it was measured the same way (engine, round cap):
+    a vllm curve never silently reports hf numbers, and an unknown engine is a one-line error."""
+    from harness_gym.smol import evaluate as ev
+
+    real = ev.evaluate_model
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "train_manifest.json").write_text(json.dumps({"steps": 4, "tokens_seen": 400, "checkpoints": []}))
+    calls = []
+
+    def fake(benchmark, folder, n_tasks, split, *, max_tokens, threads, max_rounds, engine):
+        calls.append((engine, max_rounds))
+        return {"success": 0.5, "outcomes": {}, "rounds": 1.0, "tool_call_turns": 0, "assistant_turns": 0, "errors": [],
+                "samples": [], "seconds": 0.0}
+
+    monkeypatch.setattr(ev, "evaluate_model", fake)
+    monkeypatch.setattr(smol_target, "merged_dir", lambda adapter, name, cache=None: tmp_path / "merged")
+    for engine, rounds in (("hf", None), ("hf", None), ("vllm", None), ("vllm", 10)):
+        ev.curve("dbbench", run, 2, "valid", base=False, engine=engine, max_rounds=rounds)
+    assert calls == [("hf", None), ("vllm", None), ("vllm", 10)]
+    points = json.loads((run / "curve_valid.json").read_text())["points"]
+    assert [(p["engine"], p["max_rounds"]) for p in points] == calls
+    with pytest.raises(ConfigError, match="--engine 'tgi'"):
+        real("dbbench", tmp_path, 1, "valid", engine="tgi")

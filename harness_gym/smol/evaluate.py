@@ -2,8 +2,10 @@
 
 For the base model (0 tokens), every checkpoint recorded in ``train_manifest.json`` and the
 final adapter, the merged model plays the first ``--tasks`` tasks of ``--split`` under the
-benchmark's default harness through the ``hf`` backend at temperature 0 (greedy; the same
-path as ``target="smol:<benchmark>"``); ``--max-tokens`` caps each reply and ``--max-rounds``
+benchmark's default harness at temperature 0 (greedy) through the ``hf`` backend (the
+default path of ``target="smol:<benchmark>"``) or, with ``--engine vllm``, vLLM (paged KV
+cache and prefix caching: much faster on long multi-turn episodes; ~30 s engine start per
+point); ``--max-tokens`` caps each reply and ``--max-rounds``
 lowers the round budget for a cheaper lower bound (both recorded with each point). Writes ``curve.json`` (per point: step, tokens seen,
 success rate, per-task outcomes, seconds) and ``curve.png`` when matplotlib is installed.
 Checkpoints are merged into a temporary folder, removed afterwards.
@@ -21,9 +23,11 @@ from typing import Any
 
 from harness_gym.errors import ConfigError, HarnessGymError
 
+ENGINES = ("hf", "vllm")
+
 
 def evaluate_model(benchmark: str, model_dir: Path, n_tasks: int, split: str, *, max_tokens: int = 256,
-                   threads: int | None = None, max_rounds: int | None = None) -> dict[str, Any]:
+                   threads: int | None = None, max_rounds: int | None = None, engine: str = "hf") -> dict[str, Any]:
     """Success of one merged model folder on the first ``n_tasks`` tasks of ``split`` (default harness)."""
     from harness_gym.evaluation.benchmarks import get_benchmark
     from harness_gym.evaluation.evaluator import Evaluator
@@ -31,8 +35,10 @@ def evaluate_model(benchmark: str, model_dir: Path, n_tasks: int, split: str, *,
 
     spec = get_benchmark(benchmark)
     tasks = spec.load_tasks(split, None)[:n_tasks]
-    opts = f"?max_tokens={max_tokens}" + (f"&threads={threads}" if threads else "")
-    backend = make_backend(f"hf:{model_dir}{opts}")
+    if engine not in ENGINES:
+        raise ConfigError(f"--engine {engine!r}: expected one of {list(ENGINES)}")
+    opts = f"?max_tokens={max_tokens}" + (f"&threads={threads}" if threads and engine == "hf" else "")
+    backend = make_backend(f"{engine}:{model_dir}{opts}")
     ev = Evaluator(spec, backend, world_backend=spec.default_backend, target_name=f"smol-eval:{model_dir.name}")
     t0 = time.time()
     try:
@@ -64,7 +70,8 @@ def eval_harness(harness: Any, max_rounds: int | None) -> Any:
 
 
 def curve(benchmark: str, run: Path, n_tasks: int, split: str, *, base: bool = True, max_tokens: int = 256,
-          threads: int | None = None, only: list[str] | None = None, max_rounds: int | None = None) -> dict[str, Any]:
+          threads: int | None = None, only: list[str] | None = None, max_rounds: int | None = None,
+          engine: str = "hf") -> dict[str, Any]:
     from harness_gym.models.gguf import smollm2_dir
     from harness_gym.smol.target import merged_dir
 
@@ -81,16 +88,17 @@ def curve(benchmark: str, run: Path, n_tasks: int, split: str, *, base: bool = T
         points = [p for p in points if p[0] in only]
     out_file = run / f"curve_{split}.json"
     done = json.loads(out_file.read_text())["points"] if out_file.is_file() else []
-    have = {(p["name"], p["tasks"]) for p in done}
+    have = {(p["name"], p["tasks"], p.get("engine", "hf"), p.get("max_rounds")) for p in done}
     tmp = Path(tempfile.mkdtemp(prefix="smol-eval-"))
     try:
         for name, step, tokens, adapter in points:
-            if (name, n_tasks) in have:
+            if (name, n_tasks, engine, max_rounds) in have:
                 continue
             folder = smollm2_dir() if adapter is None else merged_dir(adapter, f"{benchmark}-{name}", cache=tmp)
-            res = evaluate_model(benchmark, folder, n_tasks, split, max_tokens=max_tokens, threads=threads, max_rounds=max_rounds)
+            res = evaluate_model(benchmark, folder, n_tasks, split, max_tokens=max_tokens, threads=threads,
+                                 max_rounds=max_rounds, engine=engine)
             done.append({"name": name, "step": step, "tokens_seen": tokens, "tasks": n_tasks, "max_tokens": max_tokens,
-                         "max_rounds": max_rounds, **res})
+                         "max_rounds": max_rounds, "engine": engine, **res})
             print(json.dumps({k: done[-1][k] for k in ("name", "step", "tokens_seen", "success", "seconds")}), flush=True)
             out_file.write_text(json.dumps({"benchmark": benchmark, "split": split, "run": str(run), "points": done}, indent=1) + "\n")
             if adapter is not None:
@@ -132,7 +140,8 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--only", default=None, help="comma-separated point names (base, ckpt-N, adapter)")
     p.add_argument("--max-tokens", type=int, default=256, help="cap on tokens generated per model call")
     p.add_argument("--max-rounds", type=int, default=None, help="lower the harness's round budget (lower-bound, cheaper)")
-    p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--engine", default="hf", choices=list(ENGINES), help="hf (default) or vllm (faster on long episodes)")
+    p.add_argument("--threads", type=int, default=None, help="torch threads (hf only)")
     return p
 
 
@@ -144,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         res = curve(args.benchmark, args.run, args.tasks, args.split, base=not args.no_base, max_tokens=args.max_tokens,
                     threads=args.threads, only=[s.strip() for s in args.only.split(",")] if args.only else None,
-                    max_rounds=args.max_rounds)
+                    max_rounds=args.max_rounds, engine=args.engine)
     except HarnessGymError as exc:
         print(f"smol eval: error: {exc}", file=sys.stderr)
         return 2
