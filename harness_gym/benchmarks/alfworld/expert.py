@@ -12,9 +12,9 @@ derivable from them:
 1. to find an object type, go to the unexplored receptacles in a fixed commonsense order
    (``search_order``: the receptacle types that type is usually found in, then the rest of
    the room, each type's instances in number order), opening closed ones, until an
-   observation lists one; objects seen on the way are remembered. Each such step's thought
-   lists the receptacles still to check, so what a model must remember is in the
-   transcript (copy the list, drop its head) rather than only in a long history;
+   observation lists one; objects seen on the way are remembered. (A thought listing the
+   receptacles still to check was tried: SmolLM2-135M trained on it for 320k tokens wrote
+   the list into a loop — docs/models.md);
 2. take it; clean/heat/cool it at the sink basin/microwave/fridge;
 3. go to a destination receptacle where putting it is admissible (open it if needed) and
    put it; for two objects, both into the same receptacle;
@@ -187,14 +187,13 @@ class Planner:
         return self.explore(obj_type, exclude)
 
     def explore(self, obj_type: str, exclude: set[str] = frozenset()) -> tuple[str, str] | None:
-        """The next step toward an unexplored receptacle in ``search_order``; its thought carries the
-        receptacles still to check, so the state a model must track is written in the transcript."""
+        """The next step toward the first unexplored receptacle in ``search_order``."""
         s = self.s
         left = [r for r in search_order(obj_type, self.task.room, self.rooms) if r not in s.seen and r not in exclude]
         while left:
             rec = left[0]
             if not self.at(rec):
-                return f"go to {rec}", f"I am looking for a {obj_type}. Still to check: {', '.join(left)}. Next I check the {rec}."
+                return f"go to {rec}", f"I am looking for a {obj_type}. Next I check the {rec}."
             if self.can(f"open {rec}"):
                 return f"open {rec}", f"The {rec} is closed; let me open it."
             if self.can(f"examine {rec}"):
