@@ -81,15 +81,17 @@ class Protocol:
 
 # WebShop tables rank by Δ success (Harness-R1's ``delta_pass_rate`` for WebShop patches, the env's default);
 # DBBench and ALFWorld rewards are 0/1, so their "score" is the same number.
-_SMOL_NOTE = "opens when target='smol' (issue 12, SmolLM2-135M fine-tuned on each benchmark) ships"
+_SMOL_OPEN = ("open: the real target ships (SmolLM2-135M + LoRA, docs/models.md); no baseline entries yet "
+              "(harness-gym leaderboard rebuild-baselines --target smol --env <env id>)")
+_SMOL_CLOSED = "opens when smol:alfworld ships (issue 12: the trained ALFWorld agent solves 0% so far)"
 
 TABLES: tuple[Protocol, ...] = (
     Protocol("HarnessEdit-ALFWorld-v0", "sim", split="valid_unseen", backend="local"),
     Protocol("HarnessEdit-DBBench-v0", "sim", split="test", backend="sqlite"),
     Protocol("HarnessEdit-WebShop-v0", "sim", split="test", backend="local", metric="success"),
-    Protocol("HarnessEdit-ALFWorld-v0", "smol", split="valid_unseen", backend="local", note=_SMOL_NOTE),
-    Protocol("HarnessEdit-DBBench-v0", "smol", split="test", backend="sqlite", note=_SMOL_NOTE),
-    Protocol("HarnessEdit-WebShop-v0", "smol", split="test", backend="local", metric="success", note=_SMOL_NOTE),
+    Protocol("HarnessEdit-ALFWorld-v0", "smol", split="valid_unseen", backend="local", note=_SMOL_CLOSED),
+    Protocol("HarnessEdit-DBBench-v0", "smol", split="test", backend="sqlite", note=_SMOL_OPEN),
+    Protocol("HarnessEdit-WebShop-v0", "smol", split="test", backend="local", metric="success", note=_SMOL_OPEN),
 )
 
 
