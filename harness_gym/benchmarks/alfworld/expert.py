@@ -44,12 +44,9 @@ _PUT = re.compile(r"You (?:put|move) the (.+?) (?:in/on|to) the (.+?)\.")
 _TRANSFORM = re.compile(r"You (clean|heat|cool) the (.+?) using the (.+?)\.")
 _ON = re.compile(r"You turn on the (.+?)\.")
 _OFF = re.compile(r"You turn off the (.+?)\.")
-_OPEN = re.compile(r"You open the (.+?)\.")
-_CLOSE = re.compile(r"You close the (.+?)\.")
 _AT_MOVE = re.compile(r"You arrive at (.+?)\.")
 _DESC = re.compile(r"(?:On the (?P<a>[a-z]+ \d+), you see (?P<ia>[^.]*)\.|"
                    r"The (?P<b>[a-z]+ \d+) is open\. In it, you see (?P<ib>[^.]*)\.)")
-_CLOSED = re.compile(r"The ([a-z]+ \d+) is closed\.")
 _ITEM = re.compile(r"\ban? ([a-z]+ \d+)")
 
 
@@ -80,8 +77,6 @@ class Scene:
     seen: set[str] = field(default_factory=set)  # receptacles whose contents were shown
     location: str | None = None
     held: str | None = None
-    opened: set[str] = field(default_factory=set)
-    closed: set[str] = field(default_factory=set)
     done: dict[str, set[str]] = field(default_factory=dict)  # object -> transforms applied
     lamps_on: set[str] = field(default_factory=set)
     placed: dict[str, str] = field(default_factory=dict)  # object -> receptacle put into
@@ -121,14 +116,10 @@ class Scene:
         for m in _DESC.finditer(obs):
             rec, items = (m.group("a"), m.group("ia")) if m.group("a") else (m.group("b"), m.group("ib"))
             self.seen.add(rec)
-            if m.group("b"):
-                self.opened.add(rec)
             for o in [o for o, r in self.where.items() if r == rec]:
                 del self.where[o]
             for o in _ITEM.findall(items):
                 self.where[o] = rec
-        for rec in _CLOSED.findall(obs):
-            self.closed.add(rec)
         if m := _PICK.search(obs):
             self.held = m.group(1)
             self.where.pop(m.group(1), None)
@@ -143,10 +134,6 @@ class Scene:
             self.lamps_on.add(m.group(1))
         if m := _OFF.search(obs):
             self.lamps_on.discard(m.group(1))
-        if m := _OPEN.search(obs):
-            self.opened.add(m.group(1))
-        if m := _CLOSE.search(obs):
-            self.opened.discard(m.group(1))
 
 
 class Planner:

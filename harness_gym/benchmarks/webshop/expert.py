@@ -47,16 +47,14 @@ NAV = ("back to search", "< prev", "next >", "description", "features", "reviews
 
 @dataclass
 class View:
-    """What the conversation shows: the current page's text and clickables, the product opened
-    last and the options clicked on its page, and how many searches and page turns were made."""
+    """What the conversation shows: the current page's text and clickables, the options clicked
+    on the product page, the products opened and the pages turned since the last search."""
 
     clickables: list[str] = field(default_factory=list)
     text: str = ""
     has_search_bar: bool = False
-    product: str | None = None
     selected: list[str] = field(default_factory=list)
     pages: int = 0
-    searches: int = 0
     opened: list[str] = field(default_factory=list)  # products opened since the last search
 
     @classmethod
@@ -65,9 +63,6 @@ class View:
         for msg in messages[1:]:
             role, text = msg.get("role"), str(msg.get("content") or "")
             if role == "assistant":
-                calls = msg.get("tool_calls") or []
-                if calls and ToolCall.from_message_call(calls[0]).name == "search_action":
-                    view.searches += 1
                 continue
             m = _OBS.match(text) if role in ("user", "tool") else None
             if m is None:
@@ -80,7 +75,7 @@ class View:
             aa = aa if isinstance(aa, dict) else {}
             executed = (m.group("action") or "").strip()
             if executed.startswith("search["):
-                view.product, view.selected, view.pages, view.opened = None, [], 0, []
+                view.selected, view.pages, view.opened = [], 0, []
             elif executed.startswith("click[") and executed.endswith("]"):
                 value = executed[6:-1].strip().lower()
                 if value == "next >":
@@ -88,10 +83,10 @@ class View:
                 elif value == "< prev" and "next >" in before:
                     view.pages = max(0, view.pages - 1)
                 elif value == "back to search":
-                    view.product, view.selected, view.pages, view.opened = None, [], 0, []
+                    view.selected, view.pages, view.opened = [], 0, []
                 elif value not in NAV and value in before:
                     if "next >" in before:  # clicked on a results page: a product
-                        view.product, view.selected = value, []
+                        view.selected = []
                         view.opened.append(value)
                     elif "buy now" in before:  # clicked on a product page: an option
                         view.selected.append(value)
@@ -103,8 +98,7 @@ class View:
 
 def search_keywords(task: WebShopTask) -> str:
     """The instruction without its price clause (what a shopper types)."""
-    text = task.instruction.split(", and price lower")[0].strip()
-    return text or task.instruction
+    return search_keywords_of(task.instruction)
 
 
 def _words(text: str) -> set[str]:
@@ -143,6 +137,7 @@ def pick_product(instruction: str, products: list[tuple[str, str, float | None]]
 
 
 def search_keywords_of(instruction: str) -> str:
+    """``instruction`` without its price clause."""
     return instruction.split(", and price lower")[0].strip() or instruction
 
 
