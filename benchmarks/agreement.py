@@ -23,6 +23,11 @@ so a stand-in's changes never leak into another target's numbers.
 Usage:
   python benchmarks/agreement.py --env webshop,dbbench,alfworld --a sim --b smol --batches 10
   python benchmarks/agreement.py --b sim:flaws=0.5 --out runs/agreement
+  python benchmarks/agreement.py --env webshop --b "smol:webshop?engine=vllm" \
+      --only "noop@packet1000,template@packet1000,webshop_buy_guard,trigger-prompt-0"
+
+``--only`` keeps the panel patches whose names match one of its comma-separated shell
+patterns (``fnmatch``), for a real target whose scoring of the whole panel would take hours.
 """
 from __future__ import annotations
 
@@ -46,8 +51,9 @@ PACKET_SEEDS = (1000, 1001, 1002)  # packets the policies write their patches fo
 
 
 # --- the panel ----------------------------------------------------------------------------------
-def build_panel(benchmark: str) -> list[dict[str, str]]:
-    """Every panel patch as {name, family, text}; policy outputs deduplicated by text."""
+def build_panel(benchmark: str, only: list[str] | None = None) -> list[dict[str, str]]:
+    """Every panel patch as {name, family, text}; policy outputs deduplicated by text; with ``only``,
+    the patches whose names match one of those ``fnmatch`` patterns (an error if one matches none)."""
     import gymnasium as gym
 
     import harness_gym  # noqa: F401 - registers env ids
@@ -68,6 +74,14 @@ def build_panel(benchmark: str) -> list[dict[str, str]]:
                     rows.append({"name": f"{name}@packet{s}", "family": f"policy:{name}", "text": text})
     finally:
         env.close()
+    if only:
+        from fnmatch import fnmatchcase
+
+        unmatched = [pat for pat in only if not any(fnmatchcase(r["name"], pat) for r in rows)]
+        if unmatched:
+            raise SystemExit(f"agreement: error: --only {unmatched} matches no {benchmark} panel patch "
+                             f"(names: {', '.join(r['name'] for r in rows)})")
+        rows = [r for r in rows if any(fnmatchcase(r["name"], pat) for pat in only)]
     return rows
 
 
@@ -269,6 +283,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batches", type=int, default=10, help="env seeds 0..N-1 scored by both targets")
     ap.add_argument("--eps", type=float, default=0.005, help="|Δ| below this counts as 0 for sign agreement")
     ap.add_argument("--out", type=Path, default=Path("runs/agreement"))
+    ap.add_argument("--only", default="", help="comma-separated name patterns (fnmatch): score only these panel patches")
     ap.add_argument("--score-one", help=argparse.SUPPRESS)
     ap.add_argument("--target-one", help=argparse.SUPPRESS)
     ap.add_argument("--panel-file", type=Path, help=argparse.SUPPRESS)
@@ -291,7 +306,7 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, dict[str, Any]] = {}
     md = []
     for bench in envs:
-        panel = build_panel(bench)
+        panel = build_panel(bench, [x.strip() for x in args.only.split(",") if x.strip()])
         pf = args.out / f"panel_{bench}.json"
         pf.write_text(json.dumps(panel, indent=1), encoding="utf-8")
         try:

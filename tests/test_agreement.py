@@ -71,3 +71,12 @@ def test_scores_are_reused_for_the_same_panel_and_batches(tmp_path: Path, capsys
     assert "reusing" in capsys.readouterr().err and (tmp_path / "agreement.md").read_text() == first
     assert ag.main(args[:-3] + ["2", "--out", str(tmp_path)]) == 0   # another batch count: scored again
     assert json.loads((tmp_path / "agreement.json").read_text())["batches"] == 2
+
+
+def test_only_keeps_the_named_patches_and_rejects_a_pattern_that_matches_none() -> None:
+    panel = ag.build_panel("dbbench", ["noop@packet1000", "trigger-*", "dbbench_stage_guards"])
+    names = [p["name"] for p in panel]
+    assert "noop@packet1000" in names and "dbbench_stage_guards" in names
+    assert sum(n.startswith("trigger-") for n in names) == 6 and len(names) == 8
+    with pytest.raises(SystemExit, match="matches no dbbench panel patch"):
+        ag.build_panel("dbbench", ["no-such-patch"])
