@@ -304,3 +304,17 @@ def test_learning_curve_points_are_kept_per_engine_and_round_cap(tmp_path, monke
     assert [(p["engine"], p["max_rounds"]) for p in points] == calls
     with pytest.raises(ConfigError, match="--engine 'tgi'"):
         real("dbbench", tmp_path, 1, "valid", engine="tgi")
+
+
+def test_eval_only_names_a_point_the_run_has(tmp_path):
+    """``--only adapter`` on a run whose last checkpoint is its final step (no separate ``adapter``
+    point) is a one-line error naming the points it has, not a silent run that measures nothing."""
+    from harness_gym.smol import evaluate as ev
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "train_manifest.json").write_text(json.dumps(
+        {"steps": 18, "tokens_seen": 900, "checkpoints": [{"dir": "ckpt-18", "step": 18, "tokens_seen": 900}]}))
+    with pytest.raises(ConfigError, match=r"no such point; it has \['ckpt-18'\]"):
+        ev.curve("webshop", run, 2, "test", base=False, only=["adapter"])
+    assert ev.main(["--benchmark", "webshop", "--run", str(run), "--no-base", "--only", "adapter"]) == 2

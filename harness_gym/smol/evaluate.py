@@ -85,6 +85,9 @@ def curve(benchmark: str, run: Path, n_tasks: int, split: str, *, base: bool = T
     if not any(p[1] == manifest["steps"] for p in points):
         points.append(("adapter", int(manifest["steps"]), int(manifest["tokens_seen"]), run / "adapter"))
     if only:
+        unknown = sorted(set(only) - {p[0] for p in points})
+        if unknown:
+            raise ConfigError(f"--only {unknown}: {run} has no such point; it has {[p[0] for p in points]}")
         points = [p for p in points if p[0] in only]
     out_file = run / f"curve_{split}.json"
     done = json.loads(out_file.read_text())["points"] if out_file.is_file() else []
