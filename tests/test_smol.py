@@ -227,6 +227,9 @@ def test_smol_target_strings_fail_clearly(tmp_path):
         smol_target.check_sha256(tmp_path, "0" * 64)
     assert smol_target.parse_target(f"smol?adapter={tmp_path}&max_tokens=9", "alfworld") == \
         ("alfworld", tmp_path, "hf", {"max_tokens": "9"})
+    # replies are capped at 256 tokens unless the string says otherwise: what the shipped numbers were measured with
+    assert smol_target.parse_target(f"smol:webshop?adapter={tmp_path}&engine=vllm") == \
+        ("webshop", tmp_path, "vllm", {"max_tokens": "256"})
     for b in smol_target.BENCHMARKS:
         if not (smol_target.ADAPTERS / b / "ADAPTER.json").is_file():
             with pytest.raises(ConfigError, match="no trained adapter is shipped"):
