@@ -11,8 +11,9 @@ the per-patch table (markdown and JSON: mean Δ with its paired 95% t-interval o
 batches, and the tasks each patch fixed and broke — solved after but not before, and the
 reverse — summed over the batches) and a scatter plot (PNG). A target's scores are kept in
 ``<out>/scores_<env>_<a|b>.json`` next to the panel they belong to and reused while the panel
-and the batch count are the same (a real target's scoring takes hours on a CPU; the sim's is
-seconds).
+and the target are the same: a run with fewer batches takes the first ones, one with more
+scores only the rest, and a run that stopped resumes after its last finished batch (a real
+target's scoring takes hours on a CPU; the sim's is seconds).
 
 Targets are the env's ``target`` strings (``sim``, ``hf:…``, ``vllm:…``, ``openai:…``, and
 ``smol`` once the factory knows it — issue 12), plus two stand-ins for when no real target
@@ -107,17 +108,23 @@ def _apply_stand_in(target: str) -> str:
     return "sim"
 
 
-def score(benchmark: str, target: str, texts: list[str], batches: int, partial: Path | None = None) -> list[list[dict[str, Any]]]:
-    """Per batch, per patch: {valid, delta_score, delta_success, fixed, broke} on env seeds 0..batches-1
-    (the batches scored so far are written to ``partial`` after each one)."""
+def score(benchmark: str, target: str, texts: list[str], batches: int, partial: Path | None = None,
+          key: dict[str, Any] | None = None) -> list[list[dict[str, Any]]]:
+    """Per batch, per patch: {valid, delta_score, delta_success, fixed, broke} on env seeds 0..batches-1.
+    After each batch the batches scored so far go to ``partial`` (with ``key``); a run that stops
+    resumes from there (same target and panel)."""
     import gymnasium as gym
 
     import harness_gym  # noqa: F401
 
+    out = _load_scores(partial, key) if partial is not None else []
+    if len(out) >= batches:
+        return out[:batches]
+    if out:
+        print(f"agreement: {benchmark} on {target}: resuming after batch {len(out)}/{batches}", file=sys.stderr, flush=True)
     env = gym.make(ENV_IDS[benchmark], target=_apply_stand_in(target))
-    out = []
     try:
-        for s in range(batches):
+        for s in range(len(out), batches):
             env.reset(seed=s)
             res = env.unwrapped.evaluate_patches(texts)
             out.append([{"valid": r["patch_valid"], "delta_score": r.get("delta_score"),
@@ -125,10 +132,21 @@ def score(benchmark: str, target: str, texts: list[str], batches: int, partial: 
                          **fix_break(r.get("per_task") or [])} for r in res])
             print(f"agreement: {benchmark} on {target}: batch {s + 1}/{batches} scored", file=sys.stderr, flush=True)
             if partial is not None:
-                partial.write_text(json.dumps(out), encoding="utf-8")
+                partial.write_text(json.dumps({"key": key, "scores": out}), encoding="utf-8")
     finally:
         env.close()
     return out
+
+
+def _load_scores(path: Path, key: dict[str, Any] | None) -> list[list[dict[str, Any]]]:
+    """The batches kept in ``path`` for ``key`` (target and panel), or none."""
+    try:
+        kept = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    if isinstance(kept, dict) and kept.get("key") == key and isinstance(kept.get("scores"), list):
+        return kept["scores"]
+    return []
 
 
 def fix_break(per_task: list[dict[str, Any]]) -> dict[str, int]:
@@ -142,15 +160,17 @@ def fix_break(per_task: list[dict[str, Any]]) -> dict[str, int]:
 
 
 def score_in_subprocess(benchmark: str, target: str, panel_file: Path, batches: int, out_file: Path) -> list[list[dict]]:
-    key = {"target": target, "batches": batches, "panel_sha256": _sha256(panel_file)}
-    if out_file.is_file():
-        try:
-            kept = json.loads(out_file.read_text(encoding="utf-8"))
-            if isinstance(kept, dict) and kept.get("key") == key:
-                print(f"agreement: {benchmark} on {target}: reusing {out_file}", file=sys.stderr)
-                return kept["scores"]
-        except (OSError, ValueError):
-            pass
+    """Target ``target``'s scores of the panel on batches 0..batches-1, computed in a child process.
+    Kept per target and panel: a later run with as many batches or fewer reuses them, one with
+    more scores only the batches it lacks (and a run that stopped resumes from its last batch)."""
+    key = {"target": target, "panel_sha256": _sha256(panel_file)}
+    kept = _load_scores(out_file, key)
+    if len(kept) >= batches:
+        print(f"agreement: {benchmark} on {target}: reusing {out_file}", file=sys.stderr)
+        return kept[:batches]
+    partial = out_file.with_name(out_file.name + ".partial")
+    if kept and len(_load_scores(partial, key)) < len(kept):
+        partial.write_text(json.dumps({"key": key, "scores": kept}), encoding="utf-8")
     cmd = [sys.executable, __file__, "--score-one", benchmark, "--target-one", target, "--panel-file", str(panel_file),
            "--batches", str(batches), "--score-out", str(out_file)]
     subprocess.run(cmd, check=True, cwd=ROOT)
@@ -292,7 +312,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.score_one:  # child process: one target, one env
         texts = [p["text"] for p in json.loads(args.panel_file.read_text(encoding="utf-8"))]
         partial = args.score_out.with_name(args.score_out.name + ".partial")
-        args.score_out.write_text(json.dumps(score(args.score_one, args.target_one, texts, args.batches, partial)),
+        key = {"target": args.target_one, "panel_sha256": _sha256(args.panel_file)}
+        args.score_out.write_text(json.dumps(score(args.score_one, args.target_one, texts, args.batches, partial, key)),
                                   encoding="utf-8")
         partial.unlink(missing_ok=True)
         return 0

@@ -62,15 +62,38 @@ def test_fix_break_counts_and_paired_intervals_in_the_summary() -> None:
     assert "| p | x | +0.200 | +0.100 [" in md and "| 4/0 | 3/1 |" in md
 
 
-def test_scores_are_reused_for_the_same_panel_and_batches(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_scores_are_reused_for_the_same_panel_and_batches(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
     args = ["--env", "dbbench", "--a", "sim", "--b", "sim:flaws=off", "--batches", "1", "--out", str(tmp_path)]
     assert ag.main(args) == 0
     first = (tmp_path / "agreement.md").read_text()
-    capsys.readouterr()
+    capfd.readouterr()
     assert ag.main(args) == 0
-    assert "reusing" in capsys.readouterr().err and (tmp_path / "agreement.md").read_text() == first
-    assert ag.main(args[:-3] + ["2", "--out", str(tmp_path)]) == 0   # another batch count: scored again
+    assert "reusing" in capfd.readouterr().err and (tmp_path / "agreement.md").read_text() == first
+    assert ag.main(args[:-3] + ["2", "--out", str(tmp_path)]) == 0   # one batch more: only that one is scored
+    err = capfd.readouterr().err
+    assert "resuming after batch 1/2" in err and "batch 1/2 scored" not in err and "batch 2/2 scored" in err
     assert json.loads((tmp_path / "agreement.json").read_text())["batches"] == 2
+    two = json.loads((tmp_path / "scores_dbbench_b.json").read_text())["scores"]
+    assert len(two) == 2
+    assert ag.main(args) == 0                                       # fewer batches: the first ones, nothing scored
+    assert "reusing" in capfd.readouterr().err and (tmp_path / "agreement.md").read_text() == first
+
+
+def test_a_stopped_scoring_resumes_after_its_last_batch(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    """A real target's scoring takes hours: a run killed after some batches keeps them (the
+    ``.partial`` file) and the next run scores only the rest; another panel starts afresh."""
+    panel = [{"name": "p", "family": "x", "text": "not a patch"}]
+    pf = tmp_path / "panel.json"
+    pf.write_text(json.dumps(panel))
+    key = {"target": "sim", "panel_sha256": ag._sha256(pf)}
+    done = [[{"valid": False, "delta_score": None, "delta_success": None, "error": "kept", "fixed": 0, "broke": 0}]]
+    out = tmp_path / "scores_dbbench_a.json"
+    (tmp_path / "scores_dbbench_a.json.partial").write_text(json.dumps({"key": key, "scores": done}))
+    scores = ag.score_in_subprocess("dbbench", "sim", pf, 2, out)
+    assert len(scores) == 2 and scores[0][0]["error"] == "kept" and scores[1][0]["error"] != "kept"
+    assert "resuming after batch 1/2" in capfd.readouterr().err
+    pf.write_text(json.dumps(panel * 2))                            # another panel: nothing kept applies
+    assert [len(b) for b in ag.score_in_subprocess("dbbench", "sim", pf, 1, out)] == [2]
 
 
 def test_only_keeps_the_named_patches_and_rejects_a_pattern_that_matches_none() -> None:
