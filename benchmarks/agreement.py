@@ -10,10 +10,12 @@ mean Δ, sign agreement (patches whose Δ has the same sign, |Δ| < ``--eps`` co
 the per-patch table (markdown and JSON: mean Δ with its paired 95% t-interval over the
 batches, and the tasks each patch fixed and broke — solved after but not before, and the
 reverse — summed over the batches) and a scatter plot (PNG). A target's scores are kept in
-``<out>/scores_<env>_<a|b>.json`` next to the panel they belong to and reused while the panel
-and the target are the same: a run with fewer batches takes the first ones, one with more
-scores only the rest, and a run that stopped resumes after its last finished batch (a real
-target's scoring takes hours on a CPU; the sim's is seconds).
+``<out>/scores_<env>_<a|b>.json`` per patch text and batch, and reused for that target: a run
+with fewer batches takes the first ones, one with more batches or a larger panel scores only
+the (patch, batch) pairs it lacks, and a run that stopped resumes after its last finished batch
+(a real target's scoring takes hours on a CPU; the sim's is seconds). Each batch's patches are
+scored in one call against that call's baseline, so a patch added later is compared with a
+rerun of the baseline — exact on the sim, within the target's noise on a batched real one.
 
 Targets are the env's ``target`` strings (``sim``, ``hf:…``, ``vllm:…``, ``openai:…``, and
 ``smol`` once the factory knows it — issue 12), plus two stand-ins for when no real target
@@ -38,7 +40,7 @@ import math
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
@@ -108,45 +110,79 @@ def _apply_stand_in(target: str) -> str:
     return "sim"
 
 
-def score(benchmark: str, target: str, texts: list[str], batches: int, partial: Path | None = None,
-          key: dict[str, Any] | None = None) -> list[list[dict[str, Any]]]:
-    """Per batch, per patch: {valid, delta_score, delta_success, fixed, broke} on env seeds 0..batches-1.
-    After each batch the batches scored so far go to ``partial`` (with ``key``); a run that stops
-    resumes from there (same target and panel)."""
+Rows = dict[str, list[dict[str, Any]]]  # per patch (sha256 of its text): its row on batch 0, 1, …
+
+
+def _text_sha(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def score(benchmark: str, target: str, texts: list[str], batches: int, kept: Rows,
+          save: Callable[[Rows], None] | None = None) -> Rows:
+    """Score each patch on env seeds 0..batches-1 that ``kept`` lacks for it: per batch, every
+    patch short of that batch in one ``evaluate_patches`` call (its Δ against that call's own
+    baseline). Rows are {valid, delta_score, delta_success, error, fixed, broke, …}; ``save``
+    gets ``kept`` after each batch, so a run that stops resumes after its last finished batch."""
     import gymnasium as gym
 
     import harness_gym  # noqa: F401
 
-    out = _load_scores(partial, key) if partial is not None else []
-    if len(out) >= batches:
-        return out[:batches]
-    if out:
-        print(f"agreement: {benchmark} on {target}: resuming after batch {len(out)}/{batches}", file=sys.stderr, flush=True)
-    env = gym.make(ENV_IDS[benchmark], target=_apply_stand_in(target))
+    shas = list(dict.fromkeys(_text_sha(t) for t in texts))
+    by_sha = {_text_sha(t): t for t in texts}
+    done = min(len(kept.get(h, [])) for h in shas) if shas else batches
+    if 0 < done < batches:
+        print(f"agreement: {benchmark} on {target}: resuming after batch {done}/{batches}", file=sys.stderr, flush=True)
+    env = None
     try:
-        for s in range(len(out), batches):
+        for s in range(done, batches):
+            need = [h for h in shas if len(kept.setdefault(h, [])) <= s]
+            if not need:
+                continue
+            if env is None:
+                env = gym.make(ENV_IDS[benchmark], target=_apply_stand_in(target))
             env.reset(seed=s)
-            res = env.unwrapped.evaluate_patches(texts)
-            out.append([{"valid": r["patch_valid"], "delta_score": r.get("delta_score"),
-                         "delta_success": r.get("delta_success"), "error": r.get("patch_error"),
-                         **fix_break(r.get("per_task") or [])} for r in res])
-            print(f"agreement: {benchmark} on {target}: batch {s + 1}/{batches} scored", file=sys.stderr, flush=True)
-            if partial is not None:
-                partial.write_text(json.dumps({"key": key, "scores": out}), encoding="utf-8")
+            res = env.unwrapped.evaluate_patches([by_sha[h] for h in need])
+            for h, r in zip(need, res):
+                kept[h].append({"valid": r["patch_valid"], "delta_score": r.get("delta_score"),
+                                "delta_success": r.get("delta_success"), "error": r.get("patch_error"),
+                                **fix_break(r.get("per_task") or [])})
+            print(f"agreement: {benchmark} on {target}: batch {s + 1}/{batches} scored ({len(need)} of "
+                  f"{len(shas)} patches)", file=sys.stderr, flush=True)
+            if save is not None:
+                save(kept)
     finally:
-        env.close()
-    return out
+        if env is not None:
+            env.close()
+    return kept
 
 
-def _load_scores(path: Path, key: dict[str, Any] | None) -> list[list[dict[str, Any]]]:
-    """The batches kept in ``path`` for ``key`` (target and panel), or none."""
+def _load_kept(path: Path, target: str, panel_file: Path | None = None) -> Rows:
+    """The rows kept in ``path`` for ``target``, per patch. A file of the earlier whole-panel
+    format ({key: {target, panel_sha256}, scores: [batch][patch]}) is read when its panel is
+    ``panel_file``."""
     try:
         kept = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return []
-    if isinstance(kept, dict) and kept.get("key") == key and isinstance(kept.get("scores"), list):
-        return kept["scores"]
-    return []
+        return {}
+    if not isinstance(kept, dict):
+        return {}
+    if kept.get("target") == target and isinstance(kept.get("patches"), dict):
+        return {h: rows for h, rows in kept["patches"].items() if isinstance(rows, list)}
+    key, scores = kept.get("key"), kept.get("scores")
+    if (panel_file is not None and isinstance(key, dict) and key.get("target") == target and isinstance(scores, list)
+            and key.get("panel_sha256") == _sha256(panel_file)):
+        texts = [p["text"] for p in json.loads(panel_file.read_text(encoding="utf-8"))]
+        if all(isinstance(b, list) and len(b) == len(texts) for b in scores):
+            return {_text_sha(t): [b[i] for b in scores] for i, t in enumerate(texts)}
+    return {}
+
+
+def _save_kept(path: Path, target: str, kept: Rows) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps({"target": target, "patches": kept}), encoding="utf-8")
+    tmp.replace(path)
 
 
 def fix_break(per_task: list[dict[str, Any]]) -> dict[str, int]:
@@ -160,23 +196,28 @@ def fix_break(per_task: list[dict[str, Any]]) -> dict[str, int]:
 
 
 def score_in_subprocess(benchmark: str, target: str, panel_file: Path, batches: int, out_file: Path) -> list[list[dict]]:
-    """Target ``target``'s scores of the panel on batches 0..batches-1, computed in a child process.
-    Kept per target and panel: a later run with as many batches or fewer reuses them, one with
-    more scores only the batches it lacks (and a run that stopped resumes from its last batch)."""
-    key = {"target": target, "panel_sha256": _sha256(panel_file)}
-    kept = _load_scores(out_file, key)
-    if len(kept) >= batches:
-        print(f"agreement: {benchmark} on {target}: reusing {out_file}", file=sys.stderr)
-        return kept[:batches]
+    """Target ``target``'s scores of the panel on batches 0..batches-1 ([batch][patch]), computed in
+    a child process. Rows are kept per target and per patch text in ``out_file`` (with a
+    ``.partial`` beside it while a child runs): a later run reuses every (patch, batch) it finds —
+    fewer batches take the first ones, more batches or new patches score only what is missing,
+    and a run that stopped resumes after its last finished batch."""
+    texts = [p["text"] for p in json.loads(panel_file.read_text(encoding="utf-8"))]
     partial = out_file.with_name(out_file.name + ".partial")
-    if kept and len(_load_scores(partial, key)) < len(kept):
-        partial.write_text(json.dumps({"key": key, "scores": kept}), encoding="utf-8")
-    cmd = [sys.executable, __file__, "--score-one", benchmark, "--target-one", target, "--panel-file", str(panel_file),
-           "--batches", str(batches), "--score-out", str(out_file)]
-    subprocess.run(cmd, check=True, cwd=ROOT)
-    scores = json.loads(out_file.read_text(encoding="utf-8"))
-    out_file.write_text(json.dumps({"key": key, "scores": scores}), encoding="utf-8")
-    return scores
+    kept = _load_kept(out_file, target, panel_file)
+    for h, rows in _load_kept(partial, target, panel_file).items():
+        if len(rows) > len(kept.get(h, [])):
+            kept[h] = rows
+    shas = [_text_sha(t) for t in texts]
+    if all(len(kept.get(h, [])) >= batches for h in shas):
+        print(f"agreement: {benchmark} on {target}: reusing {out_file}", file=sys.stderr)
+    else:
+        _save_kept(partial, target, kept)
+        cmd = [sys.executable, __file__, "--score-one", benchmark, "--target-one", target, "--panel-file", str(panel_file),
+               "--batches", str(batches), "--score-out", str(out_file)]
+        subprocess.run(cmd, check=True, cwd=ROOT)
+        kept = _load_kept(out_file, target)
+    _save_kept(out_file, target, kept)
+    return [[kept[h][s] for h in shas] for s in range(batches)]
 
 
 def _sha256(path: Path) -> str:
@@ -312,9 +353,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.score_one:  # child process: one target, one env
         texts = [p["text"] for p in json.loads(args.panel_file.read_text(encoding="utf-8"))]
         partial = args.score_out.with_name(args.score_out.name + ".partial")
-        key = {"target": args.target_one, "panel_sha256": _sha256(args.panel_file)}
-        args.score_out.write_text(json.dumps(score(args.score_one, args.target_one, texts, args.batches, partial, key)),
-                                  encoding="utf-8")
+        kept = _load_kept(partial, args.target_one)
+        kept = score(args.score_one, args.target_one, texts, args.batches, kept,
+                     lambda k: _save_kept(partial, args.target_one, k))
+        _save_kept(args.score_out, args.target_one, kept)
         partial.unlink(missing_ok=True)
         return 0
     envs = [e.strip() for e in args.env.split(",") if e.strip()]

@@ -73,27 +73,51 @@ def test_scores_are_reused_for_the_same_panel_and_batches(tmp_path: Path, capfd:
     err = capfd.readouterr().err
     assert "resuming after batch 1/2" in err and "batch 1/2 scored" not in err and "batch 2/2 scored" in err
     assert json.loads((tmp_path / "agreement.json").read_text())["batches"] == 2
-    two = json.loads((tmp_path / "scores_dbbench_b.json").read_text())["scores"]
-    assert len(two) == 2
+    kept = json.loads((tmp_path / "scores_dbbench_b.json").read_text())
+    assert kept["target"] == "sim:flaws=off" and {len(rows) for rows in kept["patches"].values()} == {2}
     assert ag.main(args) == 0                                       # fewer batches: the first ones, nothing scored
     assert "reusing" in capfd.readouterr().err and (tmp_path / "agreement.md").read_text() == first
 
 
 def test_a_stopped_scoring_resumes_after_its_last_batch(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
     """A real target's scoring takes hours: a run killed after some batches keeps them (the
-    ``.partial`` file) and the next run scores only the rest; another panel starts afresh."""
+    ``.partial`` file) and the next run scores only the rest; a patch added to the panel later
+    is scored alone, the kept ones are not rescored."""
     panel = [{"name": "p", "family": "x", "text": "not a patch"}]
     pf = tmp_path / "panel.json"
     pf.write_text(json.dumps(panel))
-    key = {"target": "sim", "panel_sha256": ag._sha256(pf)}
-    done = [[{"valid": False, "delta_score": None, "delta_success": None, "error": "kept", "fixed": 0, "broke": 0}]]
+    kept_row = {"valid": False, "delta_score": None, "delta_success": None, "error": "kept", "fixed": 0, "broke": 0}
     out = tmp_path / "scores_dbbench_a.json"
-    (tmp_path / "scores_dbbench_a.json.partial").write_text(json.dumps({"key": key, "scores": done}))
+    (tmp_path / "scores_dbbench_a.json.partial").write_text(
+        json.dumps({"target": "sim", "patches": {ag._text_sha("not a patch"): [kept_row]}}))
     scores = ag.score_in_subprocess("dbbench", "sim", pf, 2, out)
     assert len(scores) == 2 and scores[0][0]["error"] == "kept" and scores[1][0]["error"] != "kept"
     assert "resuming after batch 1/2" in capfd.readouterr().err
-    pf.write_text(json.dumps(panel * 2))                            # another panel: nothing kept applies
-    assert [len(b) for b in ag.score_in_subprocess("dbbench", "sim", pf, 1, out)] == [2]
+    assert not (tmp_path / "scores_dbbench_a.json.partial").exists()
+    pf.write_text(json.dumps(panel + [{"name": "q", "family": "x", "text": "also not a patch"}]))
+    scores = ag.score_in_subprocess("dbbench", "sim", pf, 2, out)
+    err = capfd.readouterr().err
+    assert "batch 1/2 scored (1 of 2 patches)" in err and "batch 2/2 scored (1 of 2 patches)" in err
+    assert [len(b) for b in scores] == [2, 2] and scores[0][0]["error"] == "kept"
+    assert ag.score_in_subprocess("dbbench", "sim:flaws=off", pf, 1, out)[0][0]["error"] != "kept"  # another target: its own
+
+
+def test_scores_kept_in_the_whole_panel_format_are_read_per_patch(tmp_path: Path) -> None:
+    """Files written before scores were kept per patch ({key: {target, panel_sha256}, scores:
+    [batch][patch]}) still count for the panel they were scored on, and for no other."""
+    pf = tmp_path / "panel.json"
+    pf.write_text(json.dumps([{"name": "p", "family": "x", "text": "A"}, {"name": "q", "family": "x", "text": "B"}]))
+    row = lambda e: {"valid": False, "delta_score": None, "delta_success": None, "error": e}  # noqa: E731
+    old = {"key": {"target": "smol", "panel_sha256": ag._sha256(pf)}, "scores": [[row("a0"), row("b0")], [row("a1"), row("b1")]]}
+    path = tmp_path / "scores.json"
+    path.write_text(json.dumps(old))
+    kept = ag._load_kept(path, "smol", pf)
+    assert [r["error"] for r in kept[ag._text_sha("B")]] == ["b0", "b1"] and len(kept) == 2
+    assert ag._load_kept(path, "sim", pf) == {} and ag._load_kept(path, "smol") == {}
+    pf.write_text(json.dumps([{"name": "p", "family": "x", "text": "A"}]))
+    assert ag._load_kept(path, "smol", pf) == {}
+    (tmp_path / "broken.json").write_text("{not json")
+    assert ag._load_kept(tmp_path / "broken.json", "smol", pf) == {}
 
 
 def test_only_keeps_the_named_patches_and_rejects_a_pattern_that_matches_none() -> None:
