@@ -113,12 +113,6 @@ def _apply_stand_in(target: str) -> str:
 Rows = dict[str, list[dict[str, Any]]]  # per patch (sha256 of its text): its row on batch 0, 1, …
 
 
-def _text_sha(text: str) -> str:
-    import hashlib
-
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
 def score(benchmark: str, target: str, texts: list[str], batches: int, kept: Rows,
           save: Callable[[Rows], None] | None = None) -> Rows:
     """Score each patch on env seeds 0..batches-1 that ``kept`` lacks for it: per batch, every
@@ -129,8 +123,8 @@ def score(benchmark: str, target: str, texts: list[str], batches: int, kept: Row
 
     import harness_gym  # noqa: F401
 
-    shas = list(dict.fromkeys(_text_sha(t) for t in texts))
     by_sha = {_text_sha(t): t for t in texts}
+    shas = list(by_sha)
     done = min(len(kept.get(h, [])) for h in shas) if shas else batches
     if 0 < done < batches:
         print(f"agreement: {benchmark} on {target}: resuming after batch {done}/{batches}", file=sys.stderr, flush=True)
@@ -169,10 +163,11 @@ def _load_kept(path: Path, target: str, panel_file: Path | None = None) -> Rows:
     if not isinstance(kept, dict):
         return {}
     if kept.get("target") == target and isinstance(kept.get("patches"), dict):
-        return {h: rows for h, rows in kept["patches"].items() if isinstance(rows, list)}
+        return {h: rows for h, rows in kept["patches"].items()  # a malformed entry is scored again
+                if isinstance(rows, list) and all(isinstance(r, dict) and "valid" in r for r in rows)}
     key, scores = kept.get("key"), kept.get("scores")
     if (panel_file is not None and isinstance(key, dict) and key.get("target") == target and isinstance(scores, list)
-            and key.get("panel_sha256") == _sha256(panel_file)):
+            and key.get("panel_sha256") == _sha256(panel_file.read_bytes())):
         texts = [p["text"] for p in json.loads(panel_file.read_text(encoding="utf-8"))]
         if all(isinstance(b, list) and len(b) == len(texts) for b in scores):
             return {_text_sha(t): [b[i] for b in scores] for i, t in enumerate(texts)}
@@ -210,20 +205,25 @@ def score_in_subprocess(benchmark: str, target: str, panel_file: Path, batches: 
     shas = [_text_sha(t) for t in texts]
     if all(len(kept.get(h, [])) >= batches for h in shas):
         print(f"agreement: {benchmark} on {target}: reusing {out_file}", file=sys.stderr)
+        _save_kept(out_file, target, kept)  # in this format, with what a .partial or an older file held
+        partial.unlink(missing_ok=True)
     else:
         _save_kept(partial, target, kept)
         cmd = [sys.executable, __file__, "--score-one", benchmark, "--target-one", target, "--panel-file", str(panel_file),
                "--batches", str(batches), "--score-out", str(out_file)]
         subprocess.run(cmd, check=True, cwd=ROOT)
         kept = _load_kept(out_file, target)
-    _save_kept(out_file, target, kept)
     return [[kept[h][s] for h in shas] for s in range(batches)]
 
 
-def _sha256(path: Path) -> str:
+def _sha256(data: bytes) -> str:
     import hashlib
 
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    return hashlib.sha256(data).hexdigest()
+
+
+def _text_sha(text: str) -> str:
+    return _sha256(text.encode("utf-8"))
 
 
 # --- statistics ----------------------------------------------------------------------------------

@@ -108,7 +108,7 @@ def test_scores_kept_in_the_whole_panel_format_are_read_per_patch(tmp_path: Path
     pf = tmp_path / "panel.json"
     pf.write_text(json.dumps([{"name": "p", "family": "x", "text": "A"}, {"name": "q", "family": "x", "text": "B"}]))
     row = lambda e: {"valid": False, "delta_score": None, "delta_success": None, "error": e}  # noqa: E731
-    old = {"key": {"target": "smol", "panel_sha256": ag._sha256(pf)}, "scores": [[row("a0"), row("b0")], [row("a1"), row("b1")]]}
+    old = {"key": {"target": "smol", "panel_sha256": ag._sha256(pf.read_bytes())}, "scores": [[row("a0"), row("b0")], [row("a1"), row("b1")]]}
     path = tmp_path / "scores.json"
     path.write_text(json.dumps(old))
     kept = ag._load_kept(path, "smol", pf)
