@@ -39,7 +39,7 @@ class VLLMConfig:
     dtype: str = "auto"
     enforce_eager: bool = True  # skips torch.compile: ~2 min less engine start on CPU
     max_num_seqs: int = 256
-    prefix_caching: bool = True  # off: seeded draws at temperature > 0 repeat bit for bit across reruns
+    prefix_caching: bool = True  # off: reruns of a batch repeat bit for bit (on: a cached rerun can flip near-tied tokens)
     seed: int = 0
 
     def __post_init__(self) -> None:
