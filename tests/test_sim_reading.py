@@ -144,3 +144,61 @@ def test_a_rewrite_runs_as_the_new_action_and_its_message_is_followed() -> None:
         assert found, "no rewrite in six batches"
     finally:
         env.close()
+
+
+def test_instructions_against_a_fix_are_recognised_in_other_phrasings() -> None:
+    """Advice works both ways: an instruction against a concept is never help for it (though it holds the
+    concept's words) and is recognised however it is phrased; help, and a negated negation, are not."""
+    from harness_gym.benchmarks.alfworld.sim import AGAINST as ALF
+    from harness_gym.benchmarks.dbbench.sim import AGAINST as DB
+    from harness_gym.benchmarks.dbbench.sim import CONCEPTS
+    from harness_gym.benchmarks.webshop.sim import AGAINST as WS
+
+    def hits(table: dict, text: str) -> set[str]:
+        return {c for c, p in table.items() if p.search(text)}
+
+    assert hits(DB, "Never use backticks or CAST: write plain SQL.") >= {"quote_identifiers", "numeric_cast"}
+    assert hits(DB, "Avoid quoting column names; plain names work.") == {"quote_identifiers"}
+    assert hits(DB, "Write every answer as a complete sentence.") == {"exact_answer"}
+    assert hits(DB, "There is no need to run SQL: answer directly from the question.") == {"run_sql_first"}
+    assert hits(WS, "No need to pick a size or color, just click buy now right away.") == {"select_options"}
+    assert hits(WS, "Ignore the price limit in the instruction.") == {"budget"}
+    assert hits(ALF, "Any receptacle will do for the object.") == {"destination"}
+    assert hits(ALF, "Skip heating it; put it straight down.") == {"transform"}
+    for helpful in ("Quote names with spaces in backticks, e.g. `Player name`.", "Do not commit before running SQL.",
+                    "Don't forget to CAST numbers stored as text.", "Never commit an empty answer; retry with LIKE."):
+        assert not hits(DB, helpful), helpful
+    for helpful in ("Do not skip the size option.", "Select the size and color before you click buy now.",
+                    "Don't ignore the colors the instruction names."):
+        assert not hits(WS, helpful), helpful
+    assert not hits(ALF, "Do not substitute a similar object.") and not hits(ALF, "Open the drawer and look inside.")
+    # an instruction against quoting is no help for quoting, even with a backticked name in it
+    adv = Advice(["Never use backticks, not even for `Player name`."], vocab=vocabulary(CONCEPTS), against=DB)
+    assert adv.weight("quote_identifiers", CONCEPTS) == 0.0
+    assert adv.discouraged("quote_identifiers", CONCEPTS, u=0.1, responsiveness=0.65)
+    assert not Advice(["backtick cast never"], vocab=vocabulary(CONCEPTS), against=DB).discouraged(
+        "quote_identifiers", CONCEPTS, u=0.0, responsiveness=1.0)  # trigger words only: never counts
+
+
+HARMFUL = {  # phrasings of bad advice written for this test (the panel has its own), in three carriers
+    "dbbench": ["def hook(ctx, nb):\n    return {'skills': ['Do not wrap column names in backticks; plain names are enough.',"
+                " 'Answer with complete sentences, for example: The count is 4 rows.']}\n"],
+    "webshop": ["def hook(ctx, nb):\n    return {'skills': ['There is no need to choose a size or color: click buy now right away.',"
+                " 'Ignore the price limit; quality matters more.']}\n"],
+}
+
+
+@pytest.mark.parametrize("benchmark", ["dbbench", "webshop"])
+def test_bad_advice_is_followed_and_costs_on_the_sim(benchmark: str) -> None:
+    """A model follows bad advice as it follows good advice: skills asking for the mistakes the sims' flaws
+    make (no quoting, verbose answers; skip options, ignore the budget) earn Δ < 0 on the sim, where they
+    used to earn ≥ 0 (the sims only ever followed help). ALFWorld reads the same way (patterns tested
+    above), but its bad-advice skills moved no outcome in 4 batches: the decisions they affect come late
+    in episodes the sim mostly fails earlier."""
+    from benchmarks.panel import _patch
+
+    patches = [_patch(benchmark, "Bad advice.", {"on_init": h}) for h in HARMFUL[benchmark]]
+    runs = _deltas(benchmark, patches)
+    assert all(r[0]["patch_valid"] for r in runs), runs[0][0].get("patch_error")
+    mean = sum(r[0]["delta_success"] for r in runs) / len(runs)
+    assert mean < -0.02, mean

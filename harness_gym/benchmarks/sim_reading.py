@@ -21,6 +21,14 @@ and admissible commands) and says whether the unit names something the agent can
 now — an action, a value or column it can use, a check it can run. A unit whose content
 words are all trigger words of the sim's own concept patterns (``vocabulary``) never
 counts, whatever the state: repeating "backtick cast" teaches a model nothing.
+
+Advice works both ways. Each sim also names, per concept, the instructions *against* it
+(``against``: "Never use backticks or CAST", "skip the option groups and click buy now at
+once", "commit each answer as a full sentence"). Such a unit never counts as help for that
+concept, even though it contains its words, and a model follows it as it follows help:
+``discouraged`` fires with the same ``u < responsiveness * weight`` rule (no state
+grounding: an explicit instruction needs none; trigger-word-only units still never count),
+and the sim then makes the mistake the concept would have prevented, flaw drawn or not.
 """
 from __future__ import annotations
 
@@ -76,6 +84,17 @@ def trigger_only(unit: str, vocab: frozenset[str]) -> bool:
     return bool(words) and all(_in_vocab(w, vocab) for w in words)
 
 
+NEGATION = r"(?:never|don't|do not|avoid|without|skip|ignore|no need to|not necessary to)"
+
+
+def discourages(cue: str) -> re.Pattern[str]:
+    """An instruction against ``cue``: a negation, then ``cue`` in the same clause
+    ("Never use backticks or CAST" discourages both ``backtick`` and ``cast``). A negated
+    negation is not one: "do not skip the size option" discourages nothing."""
+    gap = r"(?:(?!\b(?:skip|ignore|forget|miss|omit|leave|without|never|not|avoid)\b)[^.;!?\n]){0,40}?"
+    return re.compile(r"(?<!not )(?<!n't )(?<!never )\b" + NEGATION + r"\b" + gap + cue, re.I)
+
+
 def mentions(text: str, phrase: str) -> bool:
     """``phrase`` occurs in ``text`` as whole words (case-insensitive)."""
     phrase = phrase.strip().lower()
@@ -94,6 +113,8 @@ class Advice:
     # set by the sim from the current state: does this unit name something actionable for the concept?
     ground: Callable[[str, str], bool] | None = None
     vocab: frozenset[str] = frozenset()
+    # per concept: the instructions against it (never help for it; followed as harm by ``discouraged``)
+    against: dict[str, re.Pattern[str]] = field(default_factory=dict)
 
     def actionable(self, unit: str, concept: str) -> bool:
         if self.vocab and trigger_only(unit, self.vocab):
@@ -130,19 +151,34 @@ class Advice:
     def weight(self, concept: str, concepts: dict[str, re.Pattern[str]]) -> float:
         """The best weight any actionable unit gives ``concept`` (0 when none mentions it)."""
         best = 0.0
-        pattern = concepts[concept]
+        pattern, opposed = concepts[concept], self.against.get(concept)
         for unit in self.units:
-            if not pattern.search(unit) or not self.actionable(unit, concept):
+            if not pattern.search(unit) or (opposed is not None and opposed.search(unit)) \
+                    or not self.actionable(unit, concept):
                 continue
-            k = sum(1 for p in concepts.values() if p.search(unit))
-            w = min(1.0, 2.0 / k)
-            if len(unit) > LONG_UNIT:
-                w *= LONG_UNIT / len(unit)
-            best = max(best, w)
+            best = max(best, self._unit_weight(unit, concepts))
         return best
+
+    def _unit_weight(self, unit: str, concepts: dict[str, re.Pattern[str]]) -> float:
+        k = sum(1 for p in concepts.values() if p.search(unit))
+        k += sum(1 for p in self.against.values() if p.search(unit))
+        w = min(1.0, 2.0 / max(k, 1))
+        if len(unit) > LONG_UNIT:
+            w *= LONG_UNIT / len(unit)
+        return w
 
     def follows(self, concept: str, concepts: dict[str, re.Pattern[str]], u: float, responsiveness: float) -> bool:
         return u < responsiveness * self.weight(concept, concepts)
+
+    def discouraged(self, concept: str, concepts: dict[str, re.Pattern[str]], u: float, responsiveness: float) -> bool:
+        """Is an instruction against ``concept`` followed? Same rule as ``follows``, over the units
+        that match ``against[concept]`` (trigger-word-only units never count)."""
+        opposed = self.against.get(concept)
+        if opposed is None:
+            return False
+        weights = [self._unit_weight(unit, concepts) for unit in self.units
+                   if opposed.search(unit) and not (self.vocab and trigger_only(unit, self.vocab))]
+        return u < responsiveness * max(weights, default=0.0)
 
     def distraction(self, concepts: dict[str, re.Pattern[str]], cost_per_unit: float = 0.01,
                     cost_per_generic: float = 0.03, cap: float = 0.15) -> float:

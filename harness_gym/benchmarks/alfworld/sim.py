@@ -30,7 +30,7 @@ from harness_gym.benchmarks.alfworld.tasks import (
     AlfTask,
     kind,
 )
-from harness_gym.benchmarks.sim_reading import Advice, mentions, vocabulary
+from harness_gym.benchmarks.sim_reading import Advice, discourages, mentions, vocabulary
 from harness_gym.types import Message, ToolCall, assistant_message
 
 CONCEPTS: dict[str, re.Pattern[str]] = {
@@ -42,6 +42,16 @@ CONCEPTS: dict[str, re.Pattern[str]] = {
     "placed": re.compile(r"already (placed|put|in)|do not (take|pick up|remove) .{0,40}(back|again|placed)|placed (object|item)s?|(second|another|different) (one|object|item|instance)", re.IGNORECASE),
     "progress": re.compile(r"already (clean|hot|heated|cool|cooled|washed|transformed)|is now (clean|hot|cool)|do not (clean|heat|cool) (it )?again|(now|next),? (go|put|place|move|bring|carry)", re.IGNORECASE),
     "lamp": re.compile(r"\blamp\b|\blight\b|turn on|switch on|\buse the\b", re.IGNORECASE),
+}
+# Instructions against a concept: never help for it, and followed as harm (sim_reading, "Advice works both ways")
+AGAINST: dict[str, re.Pattern[str]] = {
+    "destination": re.compile(r"first (receptacle|place|spot|location) you (reach|see|find|come to)|"
+                              r"any (receptacle|place|spot|location) (will do|is fine|works)|"
+                              r"(receptacle|destination|location|task)( type)? (does not|doesn't) matter", re.I),
+    "transform": discourages(r"\b(clean|heat|cool|wash|warm|chill)"),
+    "open": discourages(r"\bopen"),
+    "target_object": re.compile(r"any (similar|other) (object|item|one) (will do|is fine|works)|"
+                                r"(?<!not )(?<!n't )(?<!never )\b(substitute|use|take) (a |any )?(similar|look-?alike) (object|item|one)", re.I),
 }
 # per-episode flaw probabilities (see docs/sim_alfworld.md); applicability is checked per task
 FLAWS = {
@@ -93,7 +103,8 @@ class Persona:
             flaws.discard("transform_loop")
         u = {k: rng.random() for k in (*CONCEPTS, "self_fix", "distraction", "move_slip", "misread")}
         seed = rng.randrange(2**31)
-        u["block"] = rng.random()  # drawn last: the earlier draws (and the no-hook baseline) stay as they were
+        u["block"] = rng.random()  # drawn after the others: the earlier draws (and the no-hook baseline) stay as they were
+        u.update({f"against_{c}": rng.random() for c in AGAINST})  # likewise, after block
         return cls(frozenset(flaws), u, seed)
 
 
@@ -169,7 +180,7 @@ def respond(request: ChatRequest) -> Message:
     seed = int(request.meta.get("episode_seed", 0))
     view = View.read(request.messages)
     agent = _Agent(task, Persona.draw(task, seed), view, int(request.meta.get("round", 0)))
-    view.advice.vocab, view.advice.ground = VOCAB, agent.grounds
+    view.advice.vocab, view.advice.ground, view.advice.against = VOCAB, agent.grounds, AGAINST
     return agent.act()
 
 
@@ -192,7 +203,7 @@ class _Agent:
 
     def told_by_block(self, concept: str) -> bool:
         units = [m for _, m in self.v.refusals if m]
-        return bool(units) and Advice(units, ground=self.grounds, vocab=VOCAB).follows(
+        return bool(units) and Advice(units, ground=self.grounds, vocab=VOCAB, against=AGAINST).follows(
             concept, CONCEPTS, self.p.u["block"], BLOCK_RESPONSIVENESS)
 
     def kinds_here(self) -> set[str]:
@@ -235,8 +246,12 @@ class _Agent:
         return out
 
     def active(self, flaw: str, concept: str) -> bool:
-        """A fixable flaw is active unless relevant advice has been followed."""
-        return self.has(flaw) and not self.follows(concept)
+        """A fixable flaw is active — drawn for this episode, or asked for by an instruction against
+        ``concept`` — unless relevant advice has been followed."""
+        return (self.has(flaw) or self.told_against(concept)) and not self.follows(concept)
+
+    def told_against(self, concept: str) -> bool:
+        return self.v.advice.discouraged(concept, CONCEPTS, self.p.u.get(f"against_{concept}", 1.0), RESPONSIVENESS)
 
     # --- beliefs ---------------------------------------------------------------------
     def my_dest(self) -> str:

@@ -20,7 +20,7 @@ from pathlib import Path
 from harness_gym.models.base import ChatRequest
 from harness_gym.benchmarks.dbbench.ctx import answer_shape, parse_rows
 from harness_gym.benchmarks.dbbench.tasks import DBTask
-from harness_gym.benchmarks.sim_reading import Advice, mentions, vocabulary
+from harness_gym.benchmarks.sim_reading import Advice, discourages, mentions, vocabulary
 from harness_gym.types import Message, ToolCall, assistant_message
 
 CONCEPTS: dict[str, re.Pattern[str]] = {
@@ -32,6 +32,17 @@ CONCEPTS: dict[str, re.Pattern[str]] = {
     "numeric_cast": re.compile(r"\bcast\b|\+ ?0\b|stored as text|as numbers?\b|numeric(al)? (order|compar|sort)|lexicograph", re.I),
     "exact_answer": re.compile(r"exact(ly)? (the )?(values?|cells?)|only the (raw )?values?|bare values?|no (units|extra words|explanation)|verbatim|values? (as|exactly as) (returned|shown)", re.I),
     "change_approach": re.compile(r"\brepeat\w*|same (sql|query)|different (approach|query|statement)|\bloop\w*|do not re-?run", re.I),
+}
+
+# Instructions against a concept: never help for it, and followed as harm (sim_reading, "Advice works both ways")
+AGAINST: dict[str, re.Pattern[str]] = {
+    "quote_identifiers": discourages(r"(backtick|quot)"),
+    "numeric_cast": discourages(r"(\bcast\b|\+ ?0\b)"),
+    "run_sql_first": re.compile(r"answer (it )?(directly |only )?from the question|"
+                                r"\b(never|don't|do not|no need to)\s+(run\w*\s+|us\w*\s+|writ\w*\s+|execut\w*\s+)?(any\s+)?(sql|quer)", re.I),
+    "exact_answer": re.compile(r"(full|complete|whole) sentences?|explain\w* (the|each|every) (value|answer)|"
+                               r"(with|add) (the )?units\b|\bin (plain )?words\b", re.I),
+    "check_empty": re.compile(r"commit the first result|empty (result|answer|list) is (fine|correct|ok|the answer)", re.I),
 }
 
 # Per-task-kind flaw probabilities (see docs/sim_dbbench.md).
@@ -78,7 +89,8 @@ class Persona:
         for name, p in table.items():
             if rng.random() < p and _applicable(name, reference, task):
                 flaws.add(name)
-        u = {k: rng.random() for k in (*CONCEPTS, "self_fix", "stubborn", "distraction", "misread", "block")}
+        u = {k: rng.random() for k in (*CONCEPTS, "self_fix", "stubborn", "distraction", "misread", "block",
+                                       *(f"against_{c}" for c in AGAINST))}
         return cls(frozenset(flaws), u)
 
 
@@ -202,7 +214,7 @@ def respond(request: ChatRequest) -> Message:
     persona = Persona.draw(task, int(request.meta.get("episode_seed", 0)), reference)
     hist = History.read(request.messages)
     agent = _Agent(task, reference, persona, hist, int(request.meta.get("round", 0)))
-    hist.advice.vocab, hist.advice.ground = VOCAB, agent.grounds
+    hist.advice.vocab, hist.advice.ground, hist.advice.against = VOCAB, agent.grounds, AGAINST
     return agent.guarded(agent.act())
 
 
@@ -217,8 +229,17 @@ class _Agent:
     def told_by_block(self, concept: str) -> bool:
         """A refusal whose message names an actionable fix is followed far more often than a hint."""
         units = self.h.commits_blocked + self.h.sql_blocked
-        return bool(units) and Advice(units, ground=self.grounds, vocab=VOCAB).follows(
+        return bool(units) and Advice(units, ground=self.grounds, vocab=VOCAB, against=AGAINST).follows(
             concept, CONCEPTS, self.p.u["block"], BLOCK_RESPONSIVENESS)
+
+    def told_against(self, concept: str) -> bool:
+        """An instruction against ``concept`` (a skill, hint or block message) is followed: the sim makes
+        the mistake the concept prevents, whether or not the flaw was drawn."""
+        return self.h.advice.discouraged(concept, CONCEPTS, self.p.u.get(f"against_{concept}", 1.0), RESPONSIVENESS)
+
+    def has(self, flaw: str, concept: str) -> bool:
+        """The flaw is active: drawn for this episode, or asked for by an instruction against ``concept``."""
+        return flaw in self.flaws or self.told_against(concept)
 
     def grounds(self, unit: str, concept: str) -> bool:
         """Does ``unit`` name something the agent can use now: SQL it can run or copy, a tool,
@@ -254,13 +275,15 @@ class _Agent:
         sql = self.ref
         if "misread_question" in self.flaws and not self.task.is_mutation:
             sql = _misread(sql, self.task, self.p.u["misread"])
-        if "numbers_as_text" in self.flaws and not self.follows("numeric_cast"):
+        if self.has("numbers_as_text", "numeric_cast") and not self.follows("numeric_cast"):
             sql = strip_casts(sql)
-        if "paraphrased_value" in self.flaws and not self.follows("check_empty") and not self._fixed_empty():
+        if "paraphrased_value" in self.flaws and not self.follows("check_empty") \
+                and (self.told_against("check_empty") or not self._fixed_empty()):
             sql = paraphrase_literal(sql)
         if "wrong_value_format" in self.flaws and not self.follows("inspect_format"):
             sql = reformat_value(sql)
-        if "unquoted_identifiers" in self.flaws and not self.follows("quote_identifiers") and not self._fixed_error():
+        if self.has("unquoted_identifiers", "quote_identifiers") and not self.follows("quote_identifiers") \
+                and not self._fixed_error():
             sql = strip_quotes(sql)
         return sql
 
@@ -277,7 +300,7 @@ class _Agent:
     def _act_select(self) -> Message:
         h = self.h
         if not h.sql:
-            if "commit_before_sql" in self.flaws and not h.commits_blocked and not self.follows("run_sql_first"):
+            if self.has("commit_before_sql", "run_sql_first") and not h.commits_blocked and not self.follows("run_sql_first"):
                 return self._commit(_guess(self.task), "The answer is clear from the question.")
             return self._sql(self.planned_sql(), "Let me query the table.")
         query, result = h.sql[-1]
@@ -300,7 +323,7 @@ class _Agent:
             return self._sql(nxt, "The numbers are stored as text; let me compare them numerically.")
         rows = parse_rows(result) or []
         values = ["" if v is None else _fmt(v) for r in rows for v in r]
-        if "verbose_answer" in self.flaws and not self.follows("exact_answer"):
+        if self.has("verbose_answer", "exact_answer") and not self.follows("exact_answer"):
             values = [f"{v} (from the table)" for v in values]
         if self._distracted():
             values = values[:-1] if len(values) > 1 else [f"about {v}" for v in values]

@@ -22,7 +22,7 @@ from pathlib import Path
 from rapidfuzz import fuzz
 
 from harness_gym.models.base import ChatRequest
-from harness_gym.benchmarks.sim_reading import Advice, mentions, vocabulary
+from harness_gym.benchmarks.sim_reading import Advice, discourages, mentions, vocabulary
 from harness_gym.benchmarks.webshop.catalog import Catalogue, get_catalog
 from harness_gym.benchmarks.webshop.products import Product
 from harness_gym.benchmarks.webshop.reward import goal_option_values
@@ -37,6 +37,13 @@ CONCEPTS: dict[str, re.Pattern[str]] = {
     "exact_click": re.compile(r"exact(ly)?\b.{0,40}\b(clickable|available|value)|available (actions|clickables)|not (a )?clickable|(valid|product) (click )?(id|value)s?\b|one of the clickables", re.IGNORECASE),
     "repeat_click": re.compile(r"already (clicked|selected)|same (click|option|button)|clicked .{0,30} again|repeat\w* (click|the same)", re.IGNORECASE),
     "match_title": re.compile(r"title|all (the )?key terms|match\w* (all|every|the) (requirement|attribute|term)s?", re.IGNORECASE),
+}
+
+# Instructions against a concept: never help for it, and followed as harm (sim_reading, "Advice works both ways")
+AGAINST: dict[str, re.Pattern[str]] = {
+    "select_options": discourages(r"\b(options?|sizes?|colou?rs?|variants?|attributes?|groups?)\b"),
+    "budget": re.compile(r"\b(ignore|disregard|never mind|don't worry about|do not worry about)\b[^.;!?\n]{0,20}"
+                         r"\b(price|budget|cost)", re.I),
 }
 
 FLAWS = {"skip_options": 0.18, "over_budget": 0.12, "near_miss": 0.30, "search_loop": 0.12, "stall": 0.09,
@@ -76,7 +83,8 @@ class Persona:
     def draw(cls, task: WebShopTask, episode_seed: int) -> Persona:
         rng = random.Random(hashlib.sha256(f"sim-webshop:{task.identity()}:{episode_seed}".encode()).digest())
         flaws = {name for name, p in FLAWS.items() if rng.random() < p}
-        keys = (*CONCEPTS, "loop_len", "invalid_len", "text_len", "skip_mode", "distraction", "pick", "block")
+        keys = (*CONCEPTS, "loop_len", "invalid_len", "text_len", "skip_mode", "distraction", "pick", "block",
+                *(f"against_{c}" for c in AGAINST))
         return cls(frozenset(flaws), {k: rng.random() for k in keys})
 
 
@@ -168,7 +176,7 @@ def respond(request: ChatRequest) -> Message:
     advice = _advice(request, hook_texts)
     agent = _Shopper(task, get_catalog(task.catalog), persona, turns, obs, clickables, advice,
                      int(request.meta.get("round", 0)))
-    advice.vocab, advice.ground = VOCAB, agent.grounds
+    advice.vocab, advice.ground, advice.against = VOCAB, agent.grounds, AGAINST
     return agent.guarded(agent.act())
 
 
@@ -192,7 +200,12 @@ class _Shopper:
 
     def told_by_block(self, concept: str) -> bool:
         units = [a for t in self.turns if t.blocked or t.rewritten for a in t.advice]
-        return Advice(units, ground=self.grounds, vocab=VOCAB).follows(concept, CONCEPTS, self.p.u["block"], BLOCK_RESPONSIVENESS)
+        return Advice(units, ground=self.grounds, vocab=VOCAB, against=AGAINST).follows(
+            concept, CONCEPTS, self.p.u["block"], BLOCK_RESPONSIVENESS)
+
+    def told_against(self, concept: str) -> bool:
+        """An instruction against ``concept`` is followed: the sim makes the mistake it prevents."""
+        return self.advice.discouraged(concept, CONCEPTS, self.p.u.get(f"against_{concept}", 1.0), RESPONSIVENESS)
 
     def grounds(self, unit: str, concept: str) -> bool:
         """Does ``unit`` name something actionable now for ``concept``: a clickable, an option
@@ -330,7 +343,7 @@ class _Shopper:
         if target is None or target not in visible:
             return None
         budget_told = self.follows("budget") or self.told_by_block("budget")
-        if "over_budget" in self.flaws and not budget_told:
+        if ("over_budget" in self.flaws or self.told_against("budget")) and not budget_told:
             twins = [p for p in visible if p is not target and p.query == target.query and self.over_budget(p)]
             if twins:
                 return max(twins, key=lambda p: (len(set(p.attributes) & set(target.attributes)), -visible.index(p)))
@@ -382,7 +395,7 @@ class _Shopper:
             reply = self.under_block(product, blocked_buys, wanted, clicked)
             if reply is not None:
                 return reply
-        skip = "skip_options" in self.flaws and not self.follows("select_options") and not (
+        skip = ("skip_options" in self.flaws or self.told_against("select_options")) and not self.follows("select_options") and not (
             blocked_buys and self.told_by_block("select_options"))
         if skip:
             wanted = wanted[:1] if self.p.u["skip_mode"] < 0.4 else []
