@@ -166,9 +166,12 @@ def test_instructions_against_a_fix_are_recognised_in_other_phrasings() -> None:
     assert hits(ALF, "Any receptacle will do for the object.") == {"destination"}
     assert hits(ALF, "Skip heating it; put it straight down.") == {"transform"}
     for helpful in ("Quote names with spaces in backticks, e.g. `Player name`.", "Do not commit before running SQL.",
-                    "Don't forget to CAST numbers stored as text.", "Never commit an empty answer; retry with LIKE."):
+                    "Don't forget to CAST numbers stored as text.", "Never commit an empty answer; retry with LIKE.",
+                    "Avoid errors by quoting names with backticks.", "Without backticks, names with spaces fail.",
+                    "Never compare numbers as text; CAST them."):
         assert not hits(DB, helpful), helpful
     for helpful in ("Do not skip the size option.", "Select the size and color before you click buy now.",
+                    "Avoid wrong sizes by selecting the size option.", "Click 'buy now' right away once the options are set.",
                     "Don't ignore the colors the instruction names."):
         assert not hits(WS, helpful), helpful
     assert not hits(ALF, "Do not substitute a similar object.") and not hits(ALF, "Open the drawer and look inside.")

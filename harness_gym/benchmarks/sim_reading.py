@@ -84,14 +84,16 @@ def trigger_only(unit: str, vocab: frozenset[str]) -> bool:
     return bool(words) and all(_in_vocab(w, vocab) for w in words)
 
 
-NEGATION = r"(?:never|don't|do not|avoid|without|skip|ignore|no need to|not necessary to)"
+NEGATION = r"(?:never|don't|do not|avoid|skip|ignore|no need to|not necessary to)"
 
 
 def discourages(cue: str) -> re.Pattern[str]:
     """An instruction against ``cue``: a negation, then ``cue`` in the same clause
     ("Never use backticks or CAST" discourages both ``backtick`` and ``cast``). A negated
-    negation is not one: "do not skip the size option" discourages nothing."""
-    gap = r"(?:(?!\b(?:skip|ignore|forget|miss|omit|leave|without|never|not|avoid)\b)[^.;!?\n]){0,40}?"
+    negation is not one ("do not skip the size option"), nor is a negation whose object comes
+    first ("avoid errors by quoting names", "do not fail: quote names")."""
+    gap = (r"(?:(?!\b(?:skip|ignore|forget|miss|omit|leave|without|never|not|avoid|by|so|otherwise|else|"
+           r"errors?|fail\w*|mistakes?|problems?|wrong)\b)[^.;:!?\n]){0,40}?")
     return re.compile(r"(?<!not )(?<!n't )(?<!never )\b" + NEGATION + r"\b" + gap + cue, re.I)
 
 
