@@ -178,9 +178,9 @@ def test_instructions_against_a_fix_are_recognised_in_other_phrasings() -> None:
     # an instruction against quoting is no help for quoting, even with a backticked name in it
     adv = Advice(["Never use backticks, not even for `Player name`."], vocab=vocabulary(CONCEPTS), against=DB)
     assert adv.weight("quote_identifiers", CONCEPTS) == 0.0
-    assert adv.discouraged("quote_identifiers", CONCEPTS, u=0.1, responsiveness=0.65)
+    assert adv.discouraged("quote_identifiers", CONCEPTS, {"against_quote_identifiers": 0.1}, responsiveness=0.65)
     assert not Advice(["backtick cast never"], vocab=vocabulary(CONCEPTS), against=DB).discouraged(
-        "quote_identifiers", CONCEPTS, u=0.0, responsiveness=1.0)  # trigger words only: never counts
+        "quote_identifiers", CONCEPTS, {"against_quote_identifiers": 0.0}, responsiveness=1.0)  # trigger words only: never counts
 
 
 HARMFUL = {  # phrasings of bad advice written for this test (the panel has its own), in three carriers

@@ -32,6 +32,7 @@ and the sim then makes the mistake the concept would have prevented, flaw drawn 
 """
 from __future__ import annotations
 
+import random
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -97,6 +98,12 @@ def discourages(cue: str) -> re.Pattern[str]:
     return re.compile(r"(?<!not )(?<!n't )(?<!never )\b" + NEGATION + r"\b" + gap + cue, re.I)
 
 
+def draw_against(rng: "random.Random", against: dict[str, re.Pattern[str]]) -> dict[str, float]:
+    """The per-episode uniforms ``Advice.discouraged`` reads, one per concept of ``against``; a sim
+    draws them after all its other draws, so its baselines stay as they were."""
+    return {f"against_{c}": rng.random() for c in against}
+
+
 def mentions(text: str, phrase: str) -> bool:
     """``phrase`` occurs in ``text`` as whole words (case-insensitive)."""
     phrase = phrase.strip().lower()
@@ -118,8 +125,11 @@ class Advice:
     # per concept: the instructions against it (never help for it; followed as harm by ``discouraged``)
     against: dict[str, re.Pattern[str]] = field(default_factory=dict)
 
+    def trigger_only(self, unit: str) -> bool:
+        return bool(self.vocab) and trigger_only(unit, self.vocab)
+
     def actionable(self, unit: str, concept: str) -> bool:
-        if self.vocab and trigger_only(unit, self.vocab):
+        if self.trigger_only(unit):
             return False
         return self.ground is None or self.ground(unit, concept)
 
@@ -172,15 +182,17 @@ class Advice:
     def follows(self, concept: str, concepts: dict[str, re.Pattern[str]], u: float, responsiveness: float) -> bool:
         return u < responsiveness * self.weight(concept, concepts)
 
-    def discouraged(self, concept: str, concepts: dict[str, re.Pattern[str]], u: float, responsiveness: float) -> bool:
+    def discouraged(self, concept: str, concepts: dict[str, re.Pattern[str]], draws: dict[str, float],
+                    responsiveness: float) -> bool:
         """Is an instruction against ``concept`` followed? Same rule as ``follows``, over the units
-        that match ``against[concept]`` (trigger-word-only units never count)."""
+        that match ``against[concept]`` (trigger-word-only units never count), with the episode's
+        uniform from ``draw_against`` (none drawn: never)."""
         opposed = self.against.get(concept)
         if opposed is None:
             return False
         weights = [self._unit_weight(unit, concepts) for unit in self.units
-                   if opposed.search(unit) and not (self.vocab and trigger_only(unit, self.vocab))]
-        return u < responsiveness * max(weights, default=0.0)
+                   if opposed.search(unit) and not self.trigger_only(unit)]
+        return draws.get(f"against_{concept}", 1.0) < responsiveness * max(weights, default=0.0)
 
     def distraction(self, concepts: dict[str, re.Pattern[str]], cost_per_unit: float = 0.01,
                     cost_per_generic: float = 0.03, cap: float = 0.15) -> float:

@@ -30,7 +30,7 @@ from harness_gym.benchmarks.alfworld.tasks import (
     AlfTask,
     kind,
 )
-from harness_gym.benchmarks.sim_reading import Advice, discourages, mentions, vocabulary
+from harness_gym.benchmarks.sim_reading import Advice, discourages, draw_against, mentions, vocabulary
 from harness_gym.types import Message, ToolCall, assistant_message
 
 CONCEPTS: dict[str, re.Pattern[str]] = {
@@ -104,7 +104,7 @@ class Persona:
         u = {k: rng.random() for k in (*CONCEPTS, "self_fix", "distraction", "move_slip", "misread")}
         seed = rng.randrange(2**31)
         u["block"] = rng.random()  # drawn after the others: the earlier draws (and the no-hook baseline) stay as they were
-        u.update({f"against_{c}": rng.random() for c in AGAINST})  # likewise, after block
+        u.update(draw_against(rng, AGAINST))  # likewise, after block
         return cls(frozenset(flaws), u, seed)
 
 
@@ -251,7 +251,7 @@ class _Agent:
         return (self.has(flaw) or self.told_against(concept)) and not self.follows(concept)
 
     def told_against(self, concept: str) -> bool:
-        return self.v.advice.discouraged(concept, CONCEPTS, self.p.u.get(f"against_{concept}", 1.0), RESPONSIVENESS)
+        return self.v.advice.discouraged(concept, CONCEPTS, self.p.u, RESPONSIVENESS)
 
     # --- beliefs ---------------------------------------------------------------------
     def my_dest(self) -> str:

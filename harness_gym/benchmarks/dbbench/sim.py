@@ -20,7 +20,7 @@ from pathlib import Path
 from harness_gym.models.base import ChatRequest
 from harness_gym.benchmarks.dbbench.ctx import answer_shape, parse_rows
 from harness_gym.benchmarks.dbbench.tasks import DBTask
-from harness_gym.benchmarks.sim_reading import Advice, discourages, mentions, vocabulary
+from harness_gym.benchmarks.sim_reading import Advice, discourages, draw_against, mentions, vocabulary
 from harness_gym.types import Message, ToolCall, assistant_message
 
 CONCEPTS: dict[str, re.Pattern[str]] = {
@@ -89,8 +89,8 @@ class Persona:
         for name, p in table.items():
             if rng.random() < p and _applicable(name, reference, task):
                 flaws.add(name)
-        u = {k: rng.random() for k in (*CONCEPTS, "self_fix", "stubborn", "distraction", "misread", "block",
-                                       *(f"against_{c}" for c in AGAINST))}
+        u = {k: rng.random() for k in (*CONCEPTS, "self_fix", "stubborn", "distraction", "misread", "block")}
+        u.update(draw_against(rng, AGAINST))
         return cls(frozenset(flaws), u)
 
 
@@ -235,7 +235,7 @@ class _Agent:
     def told_against(self, concept: str) -> bool:
         """An instruction against ``concept`` (a skill, hint or block message) is followed: the sim makes
         the mistake the concept prevents, whether or not the flaw was drawn."""
-        return self.h.advice.discouraged(concept, CONCEPTS, self.p.u.get(f"against_{concept}", 1.0), RESPONSIVENESS)
+        return self.h.advice.discouraged(concept, CONCEPTS, self.p.u, RESPONSIVENESS)
 
     def has(self, flaw: str, concept: str) -> bool:
         """The flaw is active: drawn for this episode, or asked for by an instruction against ``concept``."""

@@ -22,7 +22,7 @@ from pathlib import Path
 from rapidfuzz import fuzz
 
 from harness_gym.models.base import ChatRequest
-from harness_gym.benchmarks.sim_reading import Advice, discourages, mentions, vocabulary
+from harness_gym.benchmarks.sim_reading import Advice, discourages, draw_against, mentions, vocabulary
 from harness_gym.benchmarks.webshop.catalog import Catalogue, get_catalog
 from harness_gym.benchmarks.webshop.products import Product
 from harness_gym.benchmarks.webshop.reward import goal_option_values
@@ -83,9 +83,10 @@ class Persona:
     def draw(cls, task: WebShopTask, episode_seed: int) -> Persona:
         rng = random.Random(hashlib.sha256(f"sim-webshop:{task.identity()}:{episode_seed}".encode()).digest())
         flaws = {name for name, p in FLAWS.items() if rng.random() < p}
-        keys = (*CONCEPTS, "loop_len", "invalid_len", "text_len", "skip_mode", "distraction", "pick", "block",
-                *(f"against_{c}" for c in AGAINST))
-        return cls(frozenset(flaws), {k: rng.random() for k in keys})
+        keys = (*CONCEPTS, "loop_len", "invalid_len", "text_len", "skip_mode", "distraction", "pick", "block")
+        u = {k: rng.random() for k in keys}
+        u.update(draw_against(rng, AGAINST))
+        return cls(frozenset(flaws), u)
 
 
 # --- reading the conversation ----------------------------------------------------------------
@@ -205,7 +206,7 @@ class _Shopper:
 
     def told_against(self, concept: str) -> bool:
         """An instruction against ``concept`` is followed: the sim makes the mistake it prevents."""
-        return self.advice.discouraged(concept, CONCEPTS, self.p.u.get(f"against_{concept}", 1.0), RESPONSIVENESS)
+        return self.advice.discouraged(concept, CONCEPTS, self.p.u, RESPONSIVENESS)
 
     def grounds(self, unit: str, concept: str) -> bool:
         """Does ``unit`` name something actionable now for ``concept``: a clickable, an option
