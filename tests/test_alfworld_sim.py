@@ -11,7 +11,7 @@ from harness_gym.evaluation.evaluator import Evaluator
 from harness_gym.harness.patch import parse_patch
 from harness_gym.models.factory import make_backend
 from harness_gym.benchmarks.alfworld import generator
-from harness_gym.benchmarks.alfworld.sim import CONCEPTS, INTRINSIC, Persona
+from harness_gym.benchmarks.alfworld.sim import CONCEPTS, INTRINSIC, TEXT_COST, Persona
 from harness_gym.benchmarks.sim_reading import Advice
 
 SPEC = get_benchmark("alfworld")
@@ -83,4 +83,4 @@ def test_advice_is_focus_weighted_and_generic_advice_costs() -> None:
     assert focused.weight("transform", CONCEPTS) == 1.0
     assert stuffed.weight("transform", CONCEPTS) < 0.5
     generic = Advice(["Think step by step.", "Be careful."])
-    assert generic.distraction(CONCEPTS) > Advice([]).distraction(CONCEPTS) == 0.0
+    assert generic.distraction(CONCEPTS, TEXT_COST) > Advice([]).distraction(CONCEPTS, TEXT_COST) == 0.0

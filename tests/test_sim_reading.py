@@ -205,3 +205,67 @@ def test_bad_advice_is_followed_and_costs_on_the_sim(benchmark: str) -> None:
     assert all(r[0]["patch_valid"] for r in runs), runs[0][0].get("patch_error")
     mean = sum(r[0]["delta_success"] for r in runs) / len(runs)
     assert mean < -0.02, mean
+
+
+def test_unfamiliar_text_costs_by_the_word_and_injected_messages_cost_more() -> None:
+    from harness_gym.benchmarks.dbbench.sim import CONCEPTS
+    from harness_gym.benchmarks.sim_reading import TextCost
+
+    cost = TextCost(per_word=0.01, cap=0.5, help_share=0.25, injected=3.0)
+    vocab = vocabulary(CONCEPTS)
+    ground = lambda unit, concept: "`" in unit  # noqa: E731 - actionable when it names something to copy
+    def adv(units: list[str], prompt_units: int | None = None) -> Advice:
+        return Advice(units, ground=ground, vocab=vocab, prompt_units=prompt_units)
+
+    assert adv([]).distraction(CONCEPTS, cost) == 0.0
+    nonsense = "backtick cast stored format"  # 4 trigger words: cost in full
+    assert adv([nonsense]).distraction(CONCEPTS, cost) == pytest.approx(0.04)
+    generic = "Think step by step and be careful"  # 7 words, no concept: in full
+    assert adv([generic]).distraction(CONCEPTS, cost) == pytest.approx(0.07)
+    helpful = "Wrap names like `Year of intro` in backticks."  # 8 words, actionable: a quarter
+    assert adv([helpful]).distraction(CONCEPTS, cost) == pytest.approx(0.02)
+    # the same helpful words injected mid-episode cost 3x in full; repeated, once
+    assert adv([helpful], prompt_units=0).distraction(CONCEPTS, cost) == pytest.approx(0.24)
+    assert adv([helpful, helpful, helpful], prompt_units=0).distraction(CONCEPTS, cost) == pytest.approx(0.24)
+    # advice against a fix is never help: in full
+    against = "Never use backticks or CAST in `any` query"
+    from harness_gym.benchmarks.dbbench.sim import AGAINST
+    a = adv([against])
+    a.against = AGAINST
+    assert a.distraction(CONCEPTS, cost) == pytest.approx(0.08)
+    assert adv([generic] * 20).distraction(CONCEPTS, cost) == 0.5  # capped
+    # words glued with punctuation or underscores cost what the same words with spaces cost
+    assert adv(["Think_step_by_step,and-be.careful"]).distraction(CONCEPTS, cost) == pytest.approx(0.07)
+    # Advice.read: system-prompt lines come first, messages after are injected
+    read = Advice.read([{"role": "system", "content": "base\nextra tip line"}, {"role": "user", "content": "task"},
+                        {"role": "user", "content": "a hint"}], "base")
+    assert read.units == ["extra tip line", "a hint"] and read.prompt_units == 1
+
+
+def test_text_costs_on_the_webshop_sim_as_on_the_real_target() -> None:
+    """Calibrated on the real WebShop target (docs/agreement_smol.md): nonsense lines and generic skills
+    in the prompt break solved episodes; the same words as actionable help cost a quarter as much."""
+    from benchmarks.panel import panel
+
+    rows = {name: text for name, _, text in panel("webshop")}
+    names = ["trigger-prompt-0", "ws-generic-skills"]
+    runs = _deltas("webshop", [rows[n] for n in names])
+    for i, name in enumerate(names):
+        success = sum(r[i]["delta_success"] for r in runs) / len(runs)
+        assert success < -0.02, (name, success)
+
+
+def test_a_vague_refusal_of_the_answer_makes_the_dbbench_sim_doubt_it() -> None:
+    """The real DBBench target gave up its answer after one "No." in 8 of 14 solved episodes; a refusal
+    that names what to check does not make the sim drop a right answer."""
+    vague = '''
+def on_before_action(ctx, nb):
+    if ctx["predicates"]["commit_final_answer"] and not nb.get("n"):
+        nb["n"] = 1
+        return {"type": "block_and_prompt", "message": "No."}
+    return None
+'''
+    runs = _deltas("dbbench", [vague])
+    broke = sum(sum(1 for t in r[0]["per_task"] if t["baseline_reward"] >= 1 > t["patched_reward"]) for r in runs)
+    mean = sum(r[0]["delta_score"] for r in runs) / len(runs)
+    assert broke >= 3 and mean < 0, (broke, mean)

@@ -11,8 +11,12 @@ others, and every extra piece of advice slightly raises its chance of being dist
   does not work;
 - a flaw is fixed when ``u < responsiveness * weight`` for the best unit, with ``u`` a
   per-episode uniform draw (common random numbers across harness versions);
-- distraction probability grows with the amount of advice (``cost_per_unit`` per unit,
-  more for generic units that name no concept, capped): generic advice costs a little.
+- text costs: a target is trained with its default harness, and every word it reads that
+  the default harness never showed it (system-prompt lines, skills, hints, block messages)
+  raises its chance of losing its way in the episode (``TextCost``: a per-word rate, a cap;
+  words of a unit that is actionable help cost ``help_share`` as much). Each sim calibrates
+  its rate against the real target (docs/agreement_smol.md): a 135M agent fine-tuned on the
+  default prompt loses tasks to a few nonsense lines.
 
 Advice is read as a model would: a unit counts for a concept only when it is *actionable in
 the current state*. Each sim sets ``ground(unit, concept)``, which looks at the observable
@@ -124,6 +128,8 @@ class Advice:
     vocab: frozenset[str] = frozenset()
     # per concept: the instructions against it (never help for it; followed as harm by ``discouraged``)
     against: dict[str, re.Pattern[str]] = field(default_factory=dict)
+    # units[:prompt_units] came with the system prompt; the rest were injected during the episode
+    prompt_units: int | None = None
 
     def trigger_only(self, unit: str) -> bool:
         return bool(self.vocab) and trigger_only(unit, self.vocab)
@@ -150,12 +156,13 @@ class Advice:
                 line = line.strip().lstrip("-").strip()
                 if line and line not in TIPS_HEADERS:
                     units.append(line)
+        prompt_units = len(units)
         for msg in messages[2:]:
             if msg.get("role") == "user":
                 text = str(msg.get("content") or "")
                 if text and not text.startswith("[NOTICE]") and text not in ignore:
                     units.append(text)
-        return cls(units)
+        return cls(units, prompt_units=prompt_units)
 
     def add(self, text: str) -> None:
         self.units.append(text)
@@ -194,8 +201,37 @@ class Advice:
                    if opposed.search(unit) and not self.trigger_only(unit)]
         return draws.get(f"against_{concept}", 1.0) < responsiveness * max(weights, default=0.0)
 
-    def distraction(self, concepts: dict[str, re.Pattern[str]], cost_per_unit: float = 0.01,
-                    cost_per_generic: float = 0.03, cap: float = 0.15) -> float:
-        """Chance of a slip: every unit costs a little, generic ones (no concept) cost more."""
-        generic = sum(1 for u in self.units if not any(p.search(u) for p in concepts.values()))
-        return min(cap, cost_per_unit * len(self.units) + cost_per_generic * generic)
+    def distraction(self, concepts: dict[str, re.Pattern[str]], cost: "TextCost") -> float:
+        """Chance of a slip this episode. Every word of a system-prompt or skill unit costs
+        ``cost.per_word``, ``cost.help_share`` of that when the unit is actionable help
+        for some concept (a model can use it); trigger-word-only, generic and against-advice units
+        cost in full. A message injected during the episode (hint, block message) costs
+        ``cost.injected`` times as much a word, helpful or not — an unexpected turn derails a small
+        model whatever it says — and the same message repeated costs once. Capped at ``cost.cap``."""
+        start = len(self.units) if self.prompt_units is None else self.prompt_units
+        words = 0.0
+        for unit in self.units[:start]:
+            helps = any(p.search(unit) and not (self.against.get(c) is not None and self.against[c].search(unit))
+                        and self.actionable(unit, c) for c, p in concepts.items())
+            words += count_words(unit) * (cost.help_share if helps else 1.0)
+        words += cost.injected * sum(count_words(unit) for unit in dict.fromkeys(self.units[start:]))
+        return min(cost.cap, cost.per_word * words)
+
+
+_TOKEN = re.compile(r"[^\W_]+")
+
+
+def count_words(text: str) -> int:
+    """Words as a reader sees them: runs of letters or digits, so text glued with punctuation or
+    underscores ("select_every_option,then-buy") costs what the same words with spaces cost."""
+    return len(_TOKEN.findall(text))
+
+
+@dataclass(frozen=True)
+class TextCost:
+    """How much unfamiliar text costs a sim's target (``Advice.distraction``)."""
+
+    per_word: float  # slip probability per word of system-prompt text the default harness never showed
+    cap: float  # the most text can cost one episode
+    help_share: float = 0.25  # a system-prompt unit that is actionable help costs this share a word
+    injected: float = 1.0  # a word of a message injected mid-episode costs this many prompt words

@@ -30,7 +30,7 @@ from harness_gym.benchmarks.alfworld.tasks import (
     AlfTask,
     kind,
 )
-from harness_gym.benchmarks.sim_reading import Advice, discourages, draw_against, mentions, vocabulary
+from harness_gym.benchmarks.sim_reading import Advice, TextCost, discourages, draw_against, mentions, vocabulary
 from harness_gym.types import Message, ToolCall, assistant_message
 
 CONCEPTS: dict[str, re.Pattern[str]] = {
@@ -64,6 +64,9 @@ VOCAB = vocabulary(CONCEPTS)
 RESPONSIVENESS = 0.55  # chance a focused, relevant hint is followed
 BLOCK_RESPONSIVENESS = 0.9  # chance a refusal whose message names what to do instead is followed
 MAX_SAME_BLOCK = 2     # a refused command is retried at most once; then the agent does something else
+# unfamiliar text: no real ALFWorld target to calibrate on (issue 12: 0% after training); the
+# DBBench target's rate, the lower of the two measured (docs/agreement_smol.md, "Text costs")
+TEXT_COST = TextCost(per_word=0.004, cap=0.5, injected=3.0)
 SELF_FIX = 0.35        # chance the agent fixes a "Nothing happens." on its own
 MOVE_GRAMMAR_SLIP = 0.45  # in the 2024 grammar, the classic-trained agent writes `put` this often
 DONE_TEXT = "I have completed the task."
@@ -264,7 +267,7 @@ class _Agent:
             return others[int(self.p.u["misread"] * len(others)) % len(others)]
         if not similar:
             return d
-        distracted = self.p.u["distraction"] < self.v.advice.distraction(CONCEPTS)
+        distracted = self.p.u["distraction"] < self.v.advice.distraction(CONCEPTS, TEXT_COST)
         if self.active("wrong_receptacle", "destination") or distracted:
             return similar[0]
         return d

@@ -20,7 +20,7 @@ from pathlib import Path
 from harness_gym.models.base import ChatRequest
 from harness_gym.benchmarks.dbbench.ctx import answer_shape, parse_rows
 from harness_gym.benchmarks.dbbench.tasks import DBTask
-from harness_gym.benchmarks.sim_reading import Advice, discourages, draw_against, mentions, vocabulary
+from harness_gym.benchmarks.sim_reading import Advice, TextCost, discourages, draw_against, mentions, vocabulary
 from harness_gym.types import Message, ToolCall, assistant_message
 
 CONCEPTS: dict[str, re.Pattern[str]] = {
@@ -51,15 +51,20 @@ SELECT_FLAWS = {"commit_before_sql": 0.05, "unquoted_identifiers": 0.18, "paraph
 MUTATION_FLAWS = {"commit_before_mutation": 0.08, "wrong_value_format": 0.18, "unquoted_identifiers": 0.14,
                   "wrong_row": 0.08}
 VOCAB = vocabulary(CONCEPTS)
-RESPONSIVENESS = 0.65  # chance a focused, relevant hint is followed
-BLOCK_RESPONSIVENESS = 0.95  # chance a block whose message names an actionable fix is followed
+RESPONSIVENESS = 0.25  # chance a focused, relevant hint is followed
+BLOCK_RESPONSIVENESS = 0.2  # chance a block whose message names an actionable fix is followed
 MAX_SAME_BLOCK = 2     # a refused call is retried at most once; then the sim does something else
 # SQL the agent can run or copy: backticked names, functions and clauses written as code, tool names
 _SCHEMA_WORDS = ("column", "columns", "table", "tables", "identifier", "identifiers", "value", "values", "row", "rows",
                  "number", "numbers", "result", "results", "query", "answer", "answers", "statement", "error")
 _SQL_CODE = re.compile(r"`[^`]+`|\b(?:CAST|SELECT|WHERE|LIKE|DISTINCT|INSERT|UPDATE|LIMIT|ORDER BY|GROUP BY|COUNT|LOWER|"
                        r"UPPER|TRIM|DECIMAL)\b|\+ ?0\b|'%|execute_sql|commit_final_answer")
+# unfamiliar text: calibrated on the real DBBench target (docs/agreement_smol.md, "Text costs")
+TEXT_COST = TextCost(per_word=0.004, cap=0.5, injected=3.0)
 SELF_FIX = 0.25        # chance the sim fixes an error or empty result on its own
+# a refused commit whose message names nothing it can act on ("No.") makes the agent give up the answer
+# it had; the real DBBench target did in 8 of its 14 solved episodes (docs/agreement_smol.md)
+DOUBT = 0.6
 STUBBORN = 0.5         # after an unfixed error: repeat the same SQL (else give up and commit)
 
 _BACKTICK = re.compile(r"`([^`]*)`")
@@ -91,6 +96,7 @@ class Persona:
                 flaws.add(name)
         u = {k: rng.random() for k in (*CONCEPTS, "self_fix", "stubborn", "distraction", "misread", "block")}
         u.update(draw_against(rng, AGAINST))
+        u["doubt"] = rng.random()  # drawn last: the baselines keep their draws
         return cls(frozenset(flaws), u)
 
 
@@ -237,6 +243,13 @@ class _Agent:
         the mistake the concept prevents, whether or not the flaw was drawn."""
         return self.h.advice.discouraged(concept, CONCEPTS, self.p.u, RESPONSIVENESS)
 
+    def doubts(self) -> bool:
+        """A commit was refused by a message that names nothing the agent can act on ("No.", "Wrong
+        answer."): it doubts the answer it had (one draw per episode) instead of sending it again."""
+        vague = [m for m in self.h.commits_blocked
+                 if not any(p.search(m) and self.h.advice.actionable(m, c) for c, p in CONCEPTS.items())]
+        return bool(vague) and self.p.u["doubt"] < DOUBT
+
     def has(self, flaw: str, concept: str) -> bool:
         """The flaw is active: drawn for this episode, or asked for by an instruction against ``concept``."""
         return flaw in self.flaws or self.told_against(concept)
@@ -327,12 +340,17 @@ class _Agent:
             values = [f"{v} (from the table)" for v in values]
         if self._distracted():
             values = values[:-1] if len(values) > 1 else [f"about {v}" for v in values]
+        if self.doubts():
+            return self._commit([] if values else _guess(self.task), "That was refused, so my answer must be wrong.")
         return self._commit(values, "I have the answer.")
 
     def _act_mutation(self) -> Message:
         h = self.h
         ran_mutation = any(not _is_error(r) and _is_mutation(q) for q, r in h.sql)
         if ran_mutation:
+            runs = sum(1 for q, r in h.sql if not _is_error(r) and _is_mutation(q))
+            if runs < 2 and self.doubts():
+                return self._sql(self._statement(), "That was refused; the statement may not have applied. Running it again.")
             return self._commit([], "The table is updated.")
         if not h.sql:
             if "wrong_value_format" in self.flaws and self.follows("inspect_format"):
@@ -351,12 +369,12 @@ class _Agent:
 
     def _statement(self) -> str:
         sql = self.planned_sql()
-        if "wrong_row" in self.flaws:
+        if "wrong_row" in self.flaws or self._distracted():
             sql = paraphrase_literal(sql) if self.task.task_type == "UPDATE" else reformat_value(sql)
         return sql
 
     def _distracted(self) -> bool:
-        return self.p.u["distraction"] < self.h.advice.distraction(CONCEPTS)
+        return self.p.u["distraction"] < self.h.advice.distraction(CONCEPTS, TEXT_COST)
 
     def _sql(self, query: str, thought: str) -> Message:
         return assistant_message(thought, [ToolCall(f"call_{self.round}_0", "execute_sql", {"query": query})])

@@ -22,7 +22,7 @@ from pathlib import Path
 from rapidfuzz import fuzz
 
 from harness_gym.models.base import ChatRequest
-from harness_gym.benchmarks.sim_reading import Advice, discourages, draw_against, mentions, vocabulary
+from harness_gym.benchmarks.sim_reading import Advice, TextCost, discourages, draw_against, mentions, vocabulary
 from harness_gym.benchmarks.webshop.catalog import Catalogue, get_catalog
 from harness_gym.benchmarks.webshop.products import Product
 from harness_gym.benchmarks.webshop.reward import goal_option_values
@@ -55,9 +55,11 @@ _GO_BACK = re.compile(r"< ?prev|\bback\b|\bresults?\b|return to|another (product
 _ASK_VALUES = re.compile(r"\b(select|choose|pick|click|set|set up)\w*\b.{0,60}\b(values?|options?|variants?|colou?rs?|sizes?|groups?|materials?|flavou?rs?)\b", re.IGNORECASE)
 MAX_SAME_BLOCK = 2  # a blocked call is retried at most once; then the sim does something else admissible
 RESPONSIVENESS = 0.7     # chance a focused, relevant hint is followed
-BLOCK_RESPONSIVENESS = 0.95  # chance a block that names the fix is followed
+BLOCK_RESPONSIVENESS = 0.2  # chance a block that names the fix is followed
 TITLE_RESPONSIVENESS = 0.25  # near-miss picks are mostly intrinsic
 MAX_PAGES = 2
+# unfamiliar text: calibrated on the real WebShop target (docs/agreement_smol.md, "Text costs")
+TEXT_COST = TextCost(per_word=0.03, cap=0.9)
 _OBS = re.compile(r"^(?:Action: (?P<action>.*?)\n\n)?(?:The initial observation|Observation):\n(?P<obs>.*?)\n\nAvailable Actions:\n(?P<aa>.*)$", re.DOTALL)
 _PRICE = re.compile(r"\$([\d,]+(?:\.\d+)?)")
 _FILLER = re.compile(r"\b(i'm|i am|i need|i want to buy|i want|looking for|find me|that is|which is|with|and|a|an|the|in|color|size|flavor|scent)\b", re.IGNORECASE)
@@ -164,6 +166,7 @@ def _advice(request: ChatRequest, hook_texts: list[str]) -> Advice:
         extra = str(fn.get("description", "")).replace(base.get(str(fn.get("name")), ""), "").strip()
         if extra and extra not in adv.units:
             adv.add(extra)
+    adv.prompt_units = len(adv.units)  # tool descriptions are read with the prompt; hook texts come mid-episode
     for text in hook_texts:
         adv.add(text)
     return adv
@@ -203,6 +206,11 @@ class _Shopper:
         units = [a for t in self.turns if t.blocked or t.rewritten for a in t.advice]
         return Advice(units, ground=self.grounds, vocab=VOCAB, against=AGAINST).follows(
             concept, CONCEPTS, self.p.u["block"], BLOCK_RESPONSIVENESS)
+
+    def slipped(self) -> bool:
+        """Unfamiliar text made it lose track of the instruction this episode: it takes a look-alike
+        product when the results show one, else forgets an option."""
+        return self.p.u["distraction"] < self.advice.distraction(CONCEPTS, TEXT_COST)
 
     def told_against(self, concept: str) -> bool:
         """An instruction against ``concept`` is followed: the sim makes the mistake it prevents."""
@@ -348,7 +356,7 @@ class _Shopper:
             twins = [p for p in visible if p is not target and p.query == target.query and self.over_budget(p)]
             if twins:
                 return max(twins, key=lambda p: (len(set(p.attributes) & set(target.attributes)), -visible.index(p)))
-        if "near_miss" in self.flaws and not self.follows("match_title", TITLE_RESPONSIVENESS):
+        if ("near_miss" in self.flaws and not self.follows("match_title", TITLE_RESPONSIVENESS)) or self.slipped():
             sibs = [p for p in visible if p is not target and p.query == target.query and not self.over_budget(p)]
             if sibs:
                 return sibs[int(self.p.u["pick"] * len(sibs)) % len(sibs)]
@@ -379,7 +387,7 @@ class _Shopper:
                     j = vals.index(out[i])
                     out[i] = vals[j + 1] if j + 1 < len(vals) else vals[j - 1]
                     break
-        if out and not intrinsic_only and self.p.u["distraction"] < self.advice.distraction(CONCEPTS):
+        if out and not intrinsic_only and self.slipped():
             out = out[:-1]  # a slip: one option forgotten
         return out
 
