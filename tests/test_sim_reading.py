@@ -269,3 +269,53 @@ def on_before_action(ctx, nb):
     broke = sum(sum(1 for t in r[0]["per_task"] if t["baseline_reward"] >= 1 > t["patched_reward"]) for r in runs)
     mean = sum(r[0]["delta_score"] for r in runs) / len(runs)
     assert broke >= 3 and mean < 0, (broke, mean)
+
+
+def test_advice_without_words_is_no_help_and_a_hook_notice_is_advice() -> None:
+    """Escapes found in review: a unit that says nothing (```` ` ` ````, `` ` +0``) counted as help at no cost,
+    and a hook message starting with "[NOTICE]" was skipped as the runtime's own notice."""
+    from harness_gym.benchmarks.dbbench.sim import CONCEPTS, TEXT_COST
+    from harness_gym.benchmarks.sim_reading import is_notice
+
+    ground = lambda unit, concept: True  # noqa: E731 - grounding is not what is tested here
+    for empty in ("` `", "` +0", "``", "No. ` `"):
+        adv = Advice([empty], ground=ground, vocab=vocabulary(CONCEPTS))
+        assert all(adv.weight(c, CONCEPTS) == 0.0 for c in CONCEPTS), empty
+        assert adv.distraction(CONCEPTS, TEXT_COST) > 0, empty  # every unit costs at least a word
+    assert Advice(["Quote `Year of intro` with backticks."], ground=ground, vocab=vocabulary(CONCEPTS)) \
+        .weight("quote_identifiers", CONCEPTS) == 1.0
+    assert is_notice("[NOTICE] 12 messages are omitted.")
+    assert not is_notice("[NOTICE] Heat the egg in the microwave first.")
+    read = Advice.read([{"role": "system", "content": "base"}, {"role": "user", "content": "task"},
+                        {"role": "user", "content": "[NOTICE] 3 messages are omitted."},
+                        {"role": "user", "content": "[NOTICE] Heat the egg in the microwave first."}], "base")
+    assert read.units == ["[NOTICE] Heat the egg in the microwave first."]
+
+
+def test_a_vague_refusal_with_an_empty_code_span_still_makes_the_dbbench_sim_doubt() -> None:
+    hooks = '''
+def on_before_action(ctx, nb):
+    if ctx["predicates"]["commit_final_answer"] and not nb.get("n"):
+        nb["n"] = 1
+        return {"type": "block_and_prompt", "message": MESSAGE}
+    return None
+'''
+    plain, padded = hooks.replace("MESSAGE", '"No."'), hooks.replace("MESSAGE", '"No. ` `"')
+    runs = _deltas("dbbench", [plain, padded])
+    means = [sum(r[i]["delta_score"] for r in runs) / len(runs) for i in range(2)]
+    assert means[1] < 0 and means[1] <= means[0] + 0.03, means
+
+
+def test_alfworld_reads_tool_description_additions_as_prompt_text() -> None:
+    from harness_gym.benchmarks.alfworld.sim import CONCEPTS, TEXT_COST, _base_tool_descriptions, respond  # noqa: F401
+    from benchmarks.panel import _patch
+
+    junk = " ".join(["lorem ipsum dolor sit amet"] * 14)  # 70 words of nothing
+    tool_hint = _patch("alfworld", "junk tool hint", {"on_init": "def hook(ctx, nb):\n    return {\"tool_hint\": "
+                                                                   + repr(junk) + "}\n"})
+    skill = _patch("alfworld", "junk skill", {"on_init": "def hook(ctx, nb):\n    return {\"skills\": ["
+                                                       + repr(junk) + "]}\n"})
+    runs = _deltas("alfworld", [tool_hint, skill])
+    assert all(r[0]["patch_valid"] for r in runs), runs[0][0].get("patch_error")
+    means = [sum(r[i]["delta_score"] for r in runs) / len(runs) for i in range(2)]
+    assert means[0] < 0 and means[1] < 0, means  # the same words cost wherever the patch puts them

@@ -16,7 +16,9 @@ others, and every extra piece of advice slightly raises its chance of being dist
   raises its chance of losing its way in the episode (``TextCost``: a per-word rate, a cap;
   words of a unit that is actionable help cost ``help_share`` as much). Each sim calibrates
   its rate against the real target (docs/agreement_smol.md): a 135M agent fine-tuned on the
-  default prompt loses tasks to a few nonsense lines.
+  default prompt loses tasks to a few nonsense lines. Words are runs of letters or digits
+  (``count_words``), every unit costs at least one, and a unit with fewer than two words with
+  letters (``readable``) is never help.
 
 Advice is read as a model would: a unit counts for a concept only when it is *actionable in
 the current state*. Each sim sets ``ground(unit, concept)``, which looks at the observable
@@ -74,7 +76,7 @@ def _in_vocab(word: str, vocab: frozenset[str]) -> bool:
     return any(w.startswith(v) or (len(w) >= 4 and v.startswith(w)) for v in vocab if len(v) >= 3)
 
 
-_CODE = re.compile(r"`[^`]+`|'[^']+'|\"[^\"]+\"|\b[A-Z]{3,}\b|\d")
+_CODE = re.compile(r"`[^`]*[A-Za-z0-9][^`]*`|'[^']*[A-Za-z0-9][^']*'|\"[^\"]*[A-Za-z0-9][^\"]*\"|\b[A-Z]{3,}\b|\d")
 
 
 def trigger_only(unit: str, vocab: frozenset[str]) -> bool:
@@ -135,7 +137,7 @@ class Advice:
         return bool(self.vocab) and trigger_only(unit, self.vocab)
 
     def actionable(self, unit: str, concept: str) -> bool:
-        if self.trigger_only(unit):
+        if self.trigger_only(unit) or not readable(unit):
             return False
         return self.ground is None or self.ground(unit, concept)
 
@@ -160,12 +162,19 @@ class Advice:
         for msg in messages[2:]:
             if msg.get("role") == "user":
                 text = str(msg.get("content") or "")
-                if text and not text.startswith("[NOTICE]") and text not in ignore:
+                if text and not is_notice(text) and text not in ignore:
                     units.append(text)
         return cls(units, prompt_units=prompt_units)
 
     def add(self, text: str) -> None:
         self.units.append(text)
+
+    def add_prompt(self, text: str) -> None:
+        """A unit read with the system prompt (a tool description's addition), before the injected ones."""
+        at = len(self.units) if self.prompt_units is None else self.prompt_units
+        self.units.insert(at, text)
+        if self.prompt_units is not None:
+            self.prompt_units += 1
 
     def weight(self, concept: str, concepts: dict[str, re.Pattern[str]]) -> float:
         """The best weight any actionable unit gives ``concept`` (0 when none mentions it)."""
@@ -213,8 +222,8 @@ class Advice:
         for unit in self.units[:start]:
             helps = any(p.search(unit) and not (self.against.get(c) is not None and self.against[c].search(unit))
                         and self.actionable(unit, c) for c, p in concepts.items())
-            words += count_words(unit) * (cost.help_share if helps else 1.0)
-        words += cost.injected * sum(count_words(unit) for unit in dict.fromkeys(self.units[start:]))
+            words += max(1, count_words(unit)) * (cost.help_share if helps else 1.0)
+        words += cost.injected * sum(max(1, count_words(unit)) for unit in dict.fromkeys(self.units[start:]))
         return min(cost.cap, cost.per_word * words)
 
 
@@ -225,6 +234,21 @@ def count_words(text: str) -> int:
     """Words as a reader sees them: runs of letters or digits, so text glued with punctuation or
     underscores ("select_every_option,then-buy") costs what the same words with spaces cost."""
     return len(_TOKEN.findall(text))
+
+
+def readable(unit: str) -> bool:
+    """Advice has to say something: at least two words with letters in them (a bare ``` `` ``` or
+    `` ` +0`` names nothing a model can act on, whatever patterns it matches)."""
+    return sum(1 for t in _TOKEN.findall(unit) if any(c.isalpha() for c in t)) >= 2
+
+
+_NOTICE = re.compile(r"\[NOTICE\] \d+ messages are omitted\.")
+
+
+def is_notice(text: str) -> bool:
+    """The runtime's own notice that older messages were dropped (never advice, never a cost); a hook's
+    message that merely starts with "[NOTICE]" is advice like any other."""
+    return _NOTICE.fullmatch(text.strip()) is not None
 
 
 @dataclass(frozen=True)

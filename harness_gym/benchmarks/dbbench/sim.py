@@ -57,7 +57,7 @@ MAX_SAME_BLOCK = 2     # a refused call is retried at most once; then the sim do
 # SQL the agent can run or copy: backticked names, functions and clauses written as code, tool names
 _SCHEMA_WORDS = ("column", "columns", "table", "tables", "identifier", "identifiers", "value", "values", "row", "rows",
                  "number", "numbers", "result", "results", "query", "answer", "answers", "statement", "error")
-_SQL_CODE = re.compile(r"`[^`]+`|\b(?:CAST|SELECT|WHERE|LIKE|DISTINCT|INSERT|UPDATE|LIMIT|ORDER BY|GROUP BY|COUNT|LOWER|"
+_SQL_CODE = re.compile(r"`[^`]*[A-Za-z][^`]*`|\b(?:CAST|SELECT|WHERE|LIKE|DISTINCT|INSERT|UPDATE|LIMIT|ORDER BY|GROUP BY|COUNT|LOWER|"
                        r"UPPER|TRIM|DECIMAL)\b|\+ ?0\b|'%|execute_sql|commit_final_answer")
 # unfamiliar text: calibrated on the real DBBench target (docs/agreement_smol.md, "Text costs")
 TEXT_COST = TextCost(per_word=0.004, cap=0.5, injected=3.0)

@@ -22,7 +22,7 @@ from pathlib import Path
 from rapidfuzz import fuzz
 
 from harness_gym.models.base import ChatRequest
-from harness_gym.benchmarks.sim_reading import Advice, TextCost, discourages, draw_against, mentions, vocabulary
+from harness_gym.benchmarks.sim_reading import Advice, TextCost, discourages, draw_against, is_notice, mentions, vocabulary
 from harness_gym.benchmarks.webshop.catalog import Catalogue, get_catalog
 from harness_gym.benchmarks.webshop.products import Product
 from harness_gym.benchmarks.webshop.reward import goal_option_values
@@ -150,7 +150,7 @@ def read_history(messages: list[Message]) -> tuple[list[Turn], str, list[str], l
                 args = call.arguments if isinstance(call.arguments, dict) else {}
                 turn.tool, turn.value = call.name, str(next(iter(args.values()), "")) if args else ""
             turns.append(turn)
-        elif role == "user" and text and not text.startswith(("No valid tool call", "Task limit", "[NOTICE]")):
+        elif role == "user" and text and not text.startswith(("No valid tool call", "Task limit")) and not is_notice(text):
             advice.append(text)
             if turns and turns[-1].after_obs is None:
                 turns[-1].advice.append(text)
