@@ -307,7 +307,6 @@ def on_before_action(ctx, nb):
 
 
 def test_alfworld_reads_tool_description_additions_as_prompt_text() -> None:
-    from harness_gym.benchmarks.alfworld.sim import CONCEPTS, TEXT_COST, _base_tool_descriptions, respond  # noqa: F401
     from benchmarks.panel import _patch
 
     junk = " ".join(["lorem ipsum dolor sit amet"] * 14)  # 70 words of nothing
