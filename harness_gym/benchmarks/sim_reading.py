@@ -38,10 +38,13 @@ and the sim then makes the mistake the concept would have prevented, flaw drawn 
 """
 from __future__ import annotations
 
+import json
 import random
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
 
 from harness_gym.types import Message
 
@@ -169,6 +172,16 @@ class Advice:
     def add(self, text: str) -> None:
         self.units.append(text)
 
+    def read_tools(self, tools: list[dict] | None, harness_dir: Path) -> None:
+        """What a patch added to a tool's description (beyond the default harness's ``tools.json``
+        in ``harness_dir``), read with the system prompt."""
+        base = _base_tool_descriptions(harness_dir)
+        for tool in tools or []:
+            fn = tool.get("function") or {}
+            extra = str(fn.get("description", "")).replace(base.get(str(fn.get("name")), ""), "").strip()
+            if extra and extra not in self.units:
+                self.add_prompt(extra)
+
     def add_prompt(self, text: str) -> None:
         """A unit read with the system prompt (a tool description's addition), before the injected ones."""
         at = len(self.units) if self.prompt_units is None else self.prompt_units
@@ -179,13 +192,18 @@ class Advice:
     def weight(self, concept: str, concepts: dict[str, re.Pattern[str]]) -> float:
         """The best weight any actionable unit gives ``concept`` (0 when none mentions it)."""
         best = 0.0
-        pattern, opposed = concepts[concept], self.against.get(concept)
+        pattern = concepts[concept]
         for unit in self.units:
-            if not pattern.search(unit) or (opposed is not None and opposed.search(unit)) \
-                    or not self.actionable(unit, concept):
+            if not self._helps(unit, concept, pattern):
                 continue
             best = max(best, self._unit_weight(unit, concepts))
         return best
+
+    def _helps(self, unit: str, concept: str, pattern: re.Pattern[str]) -> bool:
+        """``unit`` is help for ``concept``: it mentions it, is not an instruction against it, and is actionable."""
+        opposed = self.against.get(concept)
+        return bool(pattern.search(unit)) and not (opposed is not None and opposed.search(unit)) \
+            and self.actionable(unit, concept)
 
     def _unit_weight(self, unit: str, concepts: dict[str, re.Pattern[str]]) -> float:
         k = sum(1 for p in concepts.values() if p.search(unit))
@@ -220,11 +238,16 @@ class Advice:
         start = len(self.units) if self.prompt_units is None else self.prompt_units
         words = 0.0
         for unit in self.units[:start]:
-            helps = any(p.search(unit) and not (self.against.get(c) is not None and self.against[c].search(unit))
-                        and self.actionable(unit, c) for c, p in concepts.items())
+            helps = any(self._helps(unit, c, p) for c, p in concepts.items())
             words += max(1, count_words(unit)) * (cost.help_share if helps else 1.0)
         words += cost.injected * sum(max(1, count_words(unit)) for unit in dict.fromkeys(self.units[start:]))
         return min(cost.cap, cost.per_word * words)
+
+
+@lru_cache(maxsize=None)
+def _base_tool_descriptions(harness_dir: Path) -> dict[str, str]:
+    tools = json.loads((harness_dir / "tools.json").read_text(encoding="utf-8"))
+    return {t["function"]["name"]: t["function"]["description"] for t in tools}
 
 
 _TOKEN = re.compile(r"[^\W_]+")

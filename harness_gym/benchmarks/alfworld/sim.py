@@ -12,7 +12,6 @@ come from the ALFWorld case studies of Harness-R1 §7; each is drawn per episode
 from __future__ import annotations
 
 import hashlib
-import json
 import random
 import re
 from dataclasses import dataclass, field
@@ -73,12 +72,6 @@ MOVE_GRAMMAR_SLIP = 0.45  # in the 2024 grammar, the classic-trained agent write
 DONE_TEXT = "I have completed the task."
 NOT_EXECUTED = "The action was not executed."
 _SPLIT = "\nAVAILABLE ACTIONS: "
-
-
-@lru_cache(maxsize=1)
-def _base_tool_descriptions() -> dict[str, str]:
-    tools = json.loads((Path(__file__).parent / "harness" / "tools.json").read_text(encoding="utf-8"))
-    return {t["function"]["name"]: t["function"]["description"] for t in tools}
 
 
 @lru_cache(maxsize=1)
@@ -189,12 +182,7 @@ def respond(request: ChatRequest) -> Message:
     task: AlfTask = request.knowledge
     seed = int(request.meta.get("episode_seed", 0))
     view = View.read(request.messages)
-    base = _base_tool_descriptions()
-    for tool in request.tools or []:  # what a patch added to a tool's description is read with the prompt
-        fn = tool.get("function") or {}
-        extra = str(fn.get("description", "")).replace(base.get(str(fn.get("name")), ""), "").strip()
-        if extra and extra not in view.advice.units:
-            view.advice.add_prompt(extra)
+    view.advice.read_tools(request.tools, Path(__file__).parent / "harness")
     agent = _Agent(task, Persona.draw(task, seed), view, int(request.meta.get("round", 0)))
     view.advice.vocab, view.advice.ground, view.advice.against = VOCAB, agent.grounds, AGAINST
     return agent.act()

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import ast
 import hashlib
-import json
 import random
 import re
 from dataclasses import dataclass, field
@@ -68,12 +67,6 @@ _FILLER = re.compile(r"\b(i'm|i am|i need|i want to buy|i want|looking for|find 
 @lru_cache(maxsize=1)
 def _base_prompt() -> str:
     return (Path(__file__).parent / "harness" / "system_prompt.md").read_text(encoding="utf-8")
-
-
-@lru_cache(maxsize=1)
-def _base_tool_descriptions() -> dict[str, str]:
-    tools = json.loads((Path(__file__).parent / "harness" / "tools.json").read_text(encoding="utf-8"))
-    return {t["function"]["name"]: t["function"]["description"] for t in tools}
 
 
 @dataclass(frozen=True)
@@ -160,13 +153,7 @@ def read_history(messages: list[Message]) -> tuple[list[Turn], str, list[str], l
 def _advice(request: ChatRequest, hook_texts: list[str]) -> Advice:
     system = [m for m in request.messages[:1] if m.get("role") == "system"]
     adv = Advice.read(system, _base_prompt())
-    base = _base_tool_descriptions()
-    for tool in request.tools or []:
-        fn = tool.get("function") or {}
-        extra = str(fn.get("description", "")).replace(base.get(str(fn.get("name")), ""), "").strip()
-        if extra and extra not in adv.units:
-            adv.add(extra)
-    adv.prompt_units = len(adv.units)  # tool descriptions are read with the prompt; hook texts come mid-episode
+    adv.read_tools(request.tools, Path(__file__).parent / "harness")
     for text in hook_texts:
         adv.add(text)
     return adv
