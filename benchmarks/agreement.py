@@ -138,6 +138,10 @@ def score(benchmark: str, target: str, texts: list[str], batches: int, kept: Row
                 env = gym.make(ENV_IDS[benchmark], target=_apply_stand_in(target))
             env.reset(seed=s)
             res = env.unwrapped.evaluate_patches([by_sha[h] for h in need])
+            short = [r for r in res if r.get("incomplete")]
+            if short:  # an environment failure (a dead server): nothing of this batch is kept
+                raise SystemExit(f"agreement: error: {benchmark} on {target}: batch {s + 1}: "
+                                 f"{len(short[0]['incomplete'])} tasks ended in environment errors; nothing of this batch was kept")
             for h, r in zip(need, res):
                 kept[h].append({"valid": r["patch_valid"], "delta_score": r.get("delta_score"),
                                 "delta_success": r.get("delta_success"), "error": r.get("patch_error"),

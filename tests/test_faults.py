@@ -101,7 +101,8 @@ def test_a_transient_world_failure_is_retried_and_the_batch_completes(clean: dic
 def test_a_persistent_failure_is_bounded_reported_and_excluded_from_delta(clean: dict[str, Any]) -> None:
     victim = clean["batch"][0]
     reward, info, attempts = _flaky_step(clean, {victim: 99}, retries=2)
-    assert attempts[victim] == 3, "retries are bounded: 1 try + 2 retries"
+    # bounded: 1 try + 2 retries, then as many for each of the base's and the patch's check runs
+    assert attempts[victim] == 3 * 3, attempts[victim]
     assert info["incomplete"] == [victim]
     row = next(r for r in info["per_task"] if r["task_id"] == victim)
     assert row["patched_status"] == "env_error"
@@ -127,11 +128,107 @@ def test_an_incomplete_run_is_not_cached(clean: dict[str, Any]) -> None:
         ev = env.unwrapped.evaluator
         attempts: collections.Counter = collections.Counter()
         real = ev._make_world
-        ev._make_world = lambda: FlakyWorld(real(), attempts, {clean["batch"][2]: 1})
+        # the patched episode fails, then both check runs (base and patch) fail too: incomplete
+        ev._make_world = lambda: FlakyWorld(real(), attempts, {clean["batch"][2]: 3})
         _, _, _, _, first = env.step(clean["patch"])
         assert first["incomplete"] == [clean["batch"][2]]
         _, reward, _, _, second = env.step(clean["patch"])  # the fault is over: recomputed, complete
         assert second["incomplete"] == [] and reward == clean["reward"]
+    finally:
+        env.close()
+
+
+class TripwireWorld:
+    """Delegates to a real WebShop world; an action containing ``TRIPWIRE`` kills the session
+    (as a SQL ``KILL CONNECTION_ID()`` or a request the server drops would)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def step(self, call: Any) -> Any:
+        if "tripwire" in json.dumps(call.arguments).lower():
+            raise WorldError("the task server closed the session (injected)")
+        return self.inner.step(call)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def _tripwire_patch(when: str) -> str:
+    """Rewrites the agent's action into one that kills the session whenever ``when`` holds."""
+    return ("def on_before_action(ctx, nb):\n"
+            f"    if {when}:\n"
+            "        return {'type': 'rewrite_action', 'action': 'search[tripwire]'}\n"
+            "    return None\n")
+
+
+@pytest.mark.parametrize("when", ["True", "ctx.get('step', 0) >= 3"])
+def test_environment_errors_a_patch_causes_are_scored_as_failures(when: str) -> None:
+    """A patch must not hide its losses by turning its episodes into environment errors: the
+    base harness reruns those tasks cleanly, so the errors are the patch's, scored as failures."""
+    env = gym.make("HarnessEdit-WebShop-v0", batch_size=6)
+    try:
+        _, info = env.reset(seed=SEED)
+        ev = env.unwrapped.evaluator
+        real = ev._make_world
+        ev._make_world = lambda: TripwireWorld(real())
+        _, reward, _, _, sinfo = env.step(_tripwire_patch(when))
+        assert sinfo["patch_valid"], sinfo["patch_error"]
+        assert sinfo["incomplete"] == []
+        caused = [r for r in sinfo["per_task"] if r["patched_status"] == "caused_env_error"]
+        assert caused and all(r["patched_reward"] == 0.0 for r in caused)
+        if when == "True":  # every episode killed: the patch lost every solved task
+            assert len(caused) == len(sinfo["per_task"])
+            assert reward == pytest.approx(-info["baseline_success"]) and reward < 0
+    finally:
+        env.close()
+
+
+class DeadWorld:
+    def __init__(self, *_: Any) -> None:
+        raise WorldError("connection refused (injected: the server is down)")
+
+
+async def _dead_backend(requests: list[Any]) -> list[Any]:
+    from harness_gym.errors import BackendError
+
+    raise BackendError("the engine died (injected)")
+
+
+@pytest.mark.parametrize("what", ["world", "model"])
+def test_a_dead_server_after_reset_raises_one_line_and_loses_nothing(clean: dict[str, Any], what: str) -> None:
+    env = _make_env(retries=1)
+    try:
+        env.reset(seed=SEED)
+        u = env.unwrapped
+        ev = u.evaluator
+        ev.cache = RolloutCache()  # the baseline is not cached either: both runs meet the dead server
+        saved = (ev._make_world, ev.backend.generate)
+        if what == "world":
+            ev._make_world = DeadWorld
+        else:
+            ev.backend.generate = _dead_backend
+        for attempt in (lambda: env.step(clean["patch"]), lambda: u.evaluate_patches([clean["patch"]])):
+            with pytest.raises(WorldError) as err:
+                attempt()
+            msg = str(err.value)
+            assert "\n" not in msg and "every one of the 5 tasks" in msg and "injected" in msg, msg
+        assert u._edits == 0, "a step that scored nothing is not spent"
+        ev._make_world, ev.backend.generate = saved  # the server is back: the same step scores as if nothing happened
+        _, reward, _, _, info = env.step(clean["patch"])
+        assert reward == clean["reward"] and info["incomplete"] == []
+    finally:
+        env.close()
+
+
+def test_a_dead_server_at_reset_raises_one_line() -> None:
+    env = _make_env(retries=0)
+    try:
+        env.unwrapped.evaluator._make_world = DeadWorld
+        with pytest.raises(WorldError, match="every one of the 5 baseline episodes"):
+            env.reset(seed=SEED)
+        with pytest.raises(RuntimeError, match="reset"):
+            env.step("noop")
     finally:
         env.close()
 

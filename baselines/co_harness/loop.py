@@ -42,10 +42,10 @@ class CoHarnessResult:
         return self.registry.harness()
 
 
-def _compare(before: list[Any], after: list[Any]) -> tuple[float, list[dict[str, Any]], list[str]]:
-    from harness_gym.envs.harness_edit import _compare as env_compare
-
-    return env_compare(before, after)
+def _score_delta(env: gym.Env, base: Harness, cand: Harness, tasks: list[Any], seeds: list[int]) -> tuple[float, list[dict[str, Any]], list[str]]:
+    """Δ mean score of ``cand`` over ``base`` (the env's comparison: environment errors the patch caused count)."""
+    _, [(_, (deltas, per_task, incomplete))] = env.unwrapped.compare(base, [cand], tasks, seeds)
+    return deltas["score"], per_task, incomplete
 
 
 def heldout_delta(env: gym.Env, base: Harness, cand: Harness) -> tuple[float, list[dict[str, Any]], list[str]]:
@@ -53,16 +53,13 @@ def heldout_delta(env: gym.Env, base: Harness, cand: Harness) -> tuple[float, li
     u = env.unwrapped
     if not u._heldout:
         raise ValueError("the env has no held-out batch: create it with heldout_batch_size > 0")
-    hb, ha = u.evaluator.evaluate_many([base, cand], u._heldout, u._heldout_seeds)
-    return _compare(hb, ha)
+    return _score_delta(env, base, cand, list(u._heldout), list(u._heldout_seeds))
 
 
 def fresh_delta(env: gym.Env, base: Harness, cand: Harness) -> float:
     """Δ of ``cand`` over ``base`` on the current batch and held-out batch together."""
     u = env.unwrapped
-    tasks, seeds = list(u._batch) + list(u._heldout), list(u._seeds) + list(u._heldout_seeds)
-    before, after = u.evaluator.evaluate_many([base, cand], tasks, seeds)
-    return _compare(before, after)[0]
+    return _score_delta(env, base, cand, list(u._batch) + list(u._heldout), list(u._seeds) + list(u._heldout_seeds))[0]
 
 
 def run_co_harness(

@@ -27,6 +27,7 @@ Ids
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +35,7 @@ import gymnasium as gym
 
 from harness_gym.envs.config import EnvConfig, default_metric
 from harness_gym.envs.spaces import MAX_OBSERVATION_CHARS, FreeText
-from harness_gym.errors import ConfigError, PatchError
+from harness_gym.errors import ConfigError, PatchError, WorldError, one_line
 from harness_gym.evaluation.benchmarks import get_benchmark
 from harness_gym.evaluation.cache import RolloutCache
 from harness_gym.evaluation.executors import make_evaluator
@@ -46,7 +47,7 @@ from harness_gym.models.base import Sampling
 from harness_gym.models.factory import make_backend
 from harness_gym.packets.prompt import render_observation
 from harness_gym.packets.registry import packet_builder
-from harness_gym.runtime.trajectory import EpisodeResult
+from harness_gym.runtime.trajectory import CAUSED_ENV_ERROR, EpisodeResult
 from harness_gym.sandbox.isolation import announce as announce_isolation
 from harness_gym.benchmarks.base import digest
 
@@ -135,6 +136,11 @@ class HarnessEditEnv(gym.Env):
         self._edits = 0
         self.gold = GoldStrings.from_tasks(self.spec_, self._batch + self._heldout, self.default_harness)
         self._base_results = self.evaluator.evaluate(self._base, self._batch, self._seeds)
+        if self._base_results and all(r.is_env_error for r in self._base_results):
+            self._batch = []  # no baseline: step() asks for a reset
+            raise WorldError(one_line(
+                f"{self.config.benchmark} on target {self.config.target!r}: every one of the {len(self._base_results)} baseline "
+                f"episodes ended in an environment error ({self._base_results[0].error}); is the target or world server up?"))
         if self._heldout:  # the held-out baseline too, so a step runs (and costs) only the patched harness
             self.evaluator.evaluate(self._base, self._heldout, self._heldout_seeds)
         obs, packet = self._observe(self._base, self._base_results)
@@ -168,9 +174,13 @@ class HarnessEditEnv(gym.Env):
                                    "patched_success": None, "delta": None, "delta_score": None, "delta_success": None,
                                    "metric": self.metric, "per_task": [], "packet": packet.to_dict()}
             return obs, float(self.config.invalid_patch_reward), terminated, False, bad
-        batches = self.evaluator.evaluate_many([base, patched], self._batch, self._seeds)
-        before, after = batches
-        deltas, per_task, incomplete = _compare_metrics(before, after)
+        try:
+            before, [(after, (deltas, per_task, incomplete))] = self.compare(base, [patched], self._batch, self._seeds)
+            if self._heldout:
+                _, [(_, held)] = self.compare(base, [patched], self._heldout, self._heldout_seeds)
+        except WorldError:
+            self._edits -= 1  # a failing environment scored nothing: the same step can be taken again
+            raise
         delta = deltas[self.metric]
         info: dict[str, Any] = {
             "patch_valid": True,
@@ -192,8 +202,7 @@ class HarnessEditEnv(gym.Env):
             "incomplete": incomplete,
         }
         if self._heldout:
-            hb, ha = self.evaluator.evaluate_many([base, patched], self._heldout, self._heldout_seeds)
-            h_deltas, h_per_task, h_incomplete = _compare_metrics(hb, ha)
+            h_deltas, h_per_task, h_incomplete = held
             info.update(heldout_delta=h_deltas[self.metric], heldout_delta_score=h_deltas["score"],
                         heldout_delta_success=h_deltas["success"], heldout_ci=_ci(h_per_task, self.metric),
                         heldout_incomplete=h_incomplete)
@@ -228,18 +237,56 @@ class HarnessEditEnv(gym.Env):
             except PatchError as exc:
                 parsed.append(str(exc))
         valid = [h for h in parsed if isinstance(h, Harness)]
-        runs = self.evaluator.evaluate_many([self._base, *valid], self._batch, self._seeds)
-        patched_runs = iter(runs[1:])  # in ``valid`` order: never looked up by the 16-hex version, which can collide
+        _, compared = self.compare(self._base, valid, self._batch, self._seeds) if valid else (None, [])
+        patched_runs = iter(compared)  # in ``valid`` order: never looked up by the 16-hex version, which can collide
         out = []
         for item in parsed:
             if isinstance(item, str):
                 out.append({"patch_valid": False, "patch_error": item, "reward": float(self.config.invalid_patch_reward)})
             else:
-                deltas, per_task, incomplete = _compare_metrics(runs[0], next(patched_runs))
+                _, (deltas, per_task, incomplete) = next(patched_runs)
                 out.append({"patch_valid": True, "patch_error": None, "reward": deltas[self.metric],
                             "delta_score": deltas["score"], "delta_success": deltas["success"],
                             "harness_version": item.version, "per_task": per_task, "incomplete": incomplete})
         return out
+
+    def compare(self, base: Harness, candidates: Sequence[Harness], tasks: Sequence[Any], seeds: Sequence[int]
+                ) -> tuple[list[EpisodeResult], list[tuple[list[EpisodeResult], tuple[dict[str, float], list[dict[str, Any]], list[str]]]]]:
+        """Run ``base`` and every candidate on the same tasks and seeds; per candidate, its results
+        and (Δ by metric, per-task rows, incomplete task ids) against ``base``.
+
+        An environment error is never scored as a task failure — unless the patch caused it. A
+        candidate's episode that ends in one where the base's episode did not is checked by running
+        the task and seed again afresh (no cache) under both harnesses: if the candidate completes
+        now, the error was transient and the new episode counts; if only the base completes, the
+        error followed the patch (a hook rewrote an action into one that kills the session, a prompt
+        the server refuses, …) and the candidate's episode is scored as a failure (status
+        ``caused_env_error``, reward 0); if neither completes, the environment is failing and the
+        task is left out as incomplete. A comparison in which no task completed under both
+        harnesses raises ``WorldError``: nothing was measured, so no reward is made up."""
+        tasks, seeds = list(tasks), [int(x) for x in seeds]
+        runs = self.evaluator.evaluate_many([base, *candidates], tasks, seeds)
+        before, afters = runs[0], [list(a) for a in runs[1:]]
+        suspect = sorted({i for after in afters for i, (b, a) in enumerate(zip(before, after))
+                          if a.is_env_error and not b.is_env_error})
+        if suspect:
+            again = self.evaluator.evaluate_many([base, *candidates], [tasks[i] for i in suspect],
+                                                 [seeds[i] for i in suspect], fresh=True)
+            for after, rerun in zip(afters, again[1:]):
+                for i, b2, a2 in zip(suspect, again[0], rerun):
+                    if not after[i].is_env_error:
+                        continue
+                    if not a2.is_env_error:
+                        after[i] = a2
+                    elif not b2.is_env_error:
+                        after[i] = _caused(after[i])
+        out = [(after, _compare_metrics(before, after)) for after in afters]
+        if tasks and any(len(inc) == len(tasks) for _, (_, _, inc) in out):
+            first = next((r.error for run in (before, *afters) for r in run if r.is_env_error), None) or "unknown"
+            raise WorldError(one_line(
+                f"{self.config.benchmark} on target {self.config.target!r}: every one of the {len(tasks)} tasks ended in an "
+                f"environment error ({first}); nothing was scored — is the target or world server up?"))
+        return before, out
 
     def report(self) -> dict[str, Any]:
         """Non-deterministic facts kept out of ``info``: cache hits, episodes run, sandbox layers."""
@@ -255,6 +302,10 @@ class HarnessEditEnv(gym.Env):
         return render_observation(packet, harness, max_chars=self.observation_space.max_length), packet
 
 
+def _caused(result: EpisodeResult) -> EpisodeResult:
+    return replace(result, status=CAUSED_ENV_ERROR, reward=0.0, success=False)
+
+
 def solved(reward: float) -> float:
     """Harness-R1's pass: reward 1.0 (``reward_threshold``)."""
     return 1.0 if reward >= 1.0 else 0.0
@@ -263,12 +314,6 @@ def solved(reward: float) -> float:
 def _mean(results: list[EpisodeResult], metric: str = "score") -> float:
     done = [r.reward if metric == "score" else solved(r.reward) for r in results if not r.is_env_error]
     return sum(done) / len(done) if done else 0.0
-
-
-def _compare(before: list[EpisodeResult], after: list[EpisodeResult]) -> tuple[float, list[dict[str, Any]], list[str]]:
-    """Δ mean score over tasks completed in both runs (as ``_compare_metrics``, score only)."""
-    deltas, per_task, incomplete = _compare_metrics(before, after)
-    return deltas["score"], per_task, incomplete
 
 
 def _compare_metrics(before: list[EpisodeResult], after: list[EpisodeResult]) -> tuple[dict[str, float], list[dict[str, Any]], list[str]]:

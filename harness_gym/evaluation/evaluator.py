@@ -66,13 +66,18 @@ class Evaluator:
     def evaluate(self, harness: Harness, tasks: Sequence[Any], seeds: Sequence[int]) -> list[EpisodeResult]:
         return self.evaluate_many([harness], tasks, seeds)[0]
 
-    def evaluate_many(self, harnesses: Sequence[Harness], tasks: Sequence[Any], seeds: Sequence[int]) -> list[list[EpisodeResult]]:
-        """Evaluate several harness versions on the same tasks and seeds, all concurrently, cached."""
-        return self.run_sync(self.arun_many(harnesses, tasks, seeds))
+    def evaluate_many(self, harnesses: Sequence[Harness], tasks: Sequence[Any], seeds: Sequence[int], *,
+                      fresh: bool = False) -> list[list[EpisodeResult]]:
+        """Evaluate several harness versions on the same tasks and seeds, all concurrently, cached;
+        ``fresh``: a control run — every episode runs now, nothing is read from or written to the cache."""
+        return self.run_sync(self.arun_many(harnesses, tasks, seeds, fresh=fresh))
 
     # --- async core -----------------------------------------------------------------
-    async def arun_many(self, harnesses: Sequence[Harness], tasks: Sequence[Any], seeds: Sequence[int]) -> list[list[EpisodeResult]]:
+    async def arun_many(self, harnesses: Sequence[Harness], tasks: Sequence[Any], seeds: Sequence[int], *,
+                        fresh: bool = False) -> list[list[EpisodeResult]]:
         keys, out, todo = self.cache.lookup(self.context, harnesses, tasks, seeds)
+        if fresh:
+            out, todo = {}, dict(zip(keys, harnesses))
         sem = asyncio.Semaphore(self.max_concurrency)
         jobs = {key: [self._episode(h, t, s, sem) for t, s in zip(tasks, seeds)] for key, h in todo.items()}
         flat = await asyncio.gather(*(c for cs in jobs.values() for c in cs))
@@ -80,7 +85,8 @@ class Evaluator:
         for key, cs in jobs.items():
             out[key] = list(flat[i : i + len(cs)])
             i += len(cs)
-            self.cache.put(key, out[key])
+            if not fresh:
+                self.cache.put(key, out[key])
         return [out[k] for k in keys]
 
     async def _episode(self, harness: Harness, task: Any, seed: int, sem: asyncio.Semaphore) -> EpisodeResult:

@@ -152,12 +152,16 @@ class RayEvaluator:
     def evaluate(self, harness: Harness, tasks: Sequence[Any], seeds: Sequence[int]) -> list[EpisodeResult]:
         return self.evaluate_many([harness], tasks, seeds)[0]
 
-    def evaluate_many(self, harnesses: Sequence[Harness], tasks: Sequence[Any], seeds: Sequence[int]) -> list[list[EpisodeResult]]:
-        """Evaluate several harness versions on the same tasks and seeds over the cluster, cached."""
+    def evaluate_many(self, harnesses: Sequence[Harness], tasks: Sequence[Any], seeds: Sequence[int], *,
+                      fresh: bool = False) -> list[list[EpisodeResult]]:
+        """Evaluate several harness versions on the same tasks and seeds over the cluster, cached;
+        ``fresh``: a control run — every episode runs now, nothing is read from or written to the cache."""
         tasks, seeds = list(tasks), [int(s) for s in seeds]
         keys, out, todo = self.cache.lookup(self.context, harnesses, tasks, seeds)
+        if fresh:
+            out, todo = {}, dict(zip(keys, harnesses))
         if todo:
-            out.update(self._run(todo, tasks, seeds))
+            out.update(self._run(todo, tasks, seeds, store=not fresh))
         return [out[k] for k in keys]
 
     def _chunks(self, n: int, versions: int) -> list[tuple[int, int]]:
@@ -166,7 +170,7 @@ class RayEvaluator:
         size = max(1, min(size, n))
         return [(i, min(i + size, n)) for i in range(0, n, size)]
 
-    def _run(self, todo: dict[str, Harness], tasks: list[Any], seeds: list[int]) -> dict[str, list[EpisodeResult]]:
+    def _run(self, todo: dict[str, Harness], tasks: list[Any], seeds: list[int], store: bool = True) -> dict[str, list[EpisodeResult]]:
         ray = self._ray
         jobs = [(key, lo, hi) for key in todo for lo, hi in self._chunks(len(tasks), len(todo))]
         harness_refs = {key: ray.put(h) for key, h in todo.items()}
@@ -186,7 +190,8 @@ class RayEvaluator:
         out: dict[str, list[EpisodeResult]] = {}
         for key in todo:
             out[key] = [r for (k, lo), rs in sorted(slots.items(), key=lambda x: x[0][1]) if k == key for r in rs]
-            self.cache.put(key, out[key])
+            if store:
+                self.cache.put(key, out[key])
         return out
 
     def _collect(self, ref: Any, harness: Harness, tasks: list[Any], seeds: list[int]) -> list[EpisodeResult]:

@@ -58,6 +58,9 @@ class VLLMBackend(ChatBackend):
         self._vllm = vllm
         # vLLM on a 2-core CPU reserves one core for its front end by default; we run it in-process.
         os.environ.setdefault("VLLM_CPU_NUM_OF_RESERVED_CPU", "0")
+        # One engine step on a busy 2-core CPU can pass vLLM's 300 s default; the engine then dies
+        # for good and every later request fails. An hour is a hang, not a slow step.
+        os.environ.setdefault("VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS", "3600")
         try:
             self.llm = vllm.LLM(
                 model=config.path, max_model_len=config.max_model_len, dtype=config.dtype, seed=config.seed,

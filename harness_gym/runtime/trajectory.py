@@ -15,6 +15,9 @@ COMPLETED = "completed"
 TASK_LIMIT_REACHED = "task_limit_reached"
 AGENT_INVALID_ACTION = "agent_invalid_action"
 ENV_ERROR = "env_error"  # an environment failure: never scored as a task failure
+# An environment error under a patched harness that the base harness, rerun afresh on the same
+# task and seed, does not hit: it followed the patch, so it is scored as a failure (reward 0).
+CAUSED_ENV_ERROR = "caused_env_error"
 
 
 @dataclass
