@@ -13,7 +13,8 @@ reverse — summed over the batches) and a scatter plot (PNG). A target's scores
 ``<out>/scores_<env>_<a|b>.json`` per patch text and batch, and reused for that target: a run
 with fewer batches takes the first ones, one with more batches or a larger panel scores only
 the (patch, batch) pairs it lacks, and a run that stopped resumes after its last finished batch
-(a real target's scoring takes hours on a CPU; the sim's is seconds). Each batch's patches are
+(a real target's scoring takes hours on a CPU; the sim's is seconds, and its kept rows are
+keyed by the package's code too, so a changed sim is rescored rather than read back). Each batch's patches are
 scored in one call against that call's baseline, so a patch added later is compared with a
 rerun of the baseline — exact on the sim, within the target's noise on a batched real one.
 
@@ -156,6 +157,20 @@ def score(benchmark: str, target: str, texts: list[str], batches: int, kept: Row
     return kept
 
 
+def _kept_key(target: str) -> str:
+    """What a kept score file is keyed by: the target string, and for a sim (or sim stand-in) the
+    package's code as well — the sim is rescored in seconds whenever its code changed, where a real
+    target's rows are kept across code changes (they take hours; rescore with a new ``--out``)."""
+    if not target.startswith("sim"):
+        return target
+    import hashlib
+
+    h = hashlib.sha256()
+    for f in sorted((ROOT / "harness_gym").rglob("*.py")):
+        h.update(f.relative_to(ROOT).as_posix().encode() + b"\0" + f.read_bytes())
+    return f"{target}@code-{h.hexdigest()[:12]}"
+
+
 def _load_kept(path: Path, target: str, panel_file: Path | None = None) -> Rows:
     """The rows kept in ``path`` for ``target``, per patch. A file of the earlier whole-panel
     format ({key: {target, panel_sha256}, scores: [batch][patch]}) is read when its panel is
@@ -166,6 +181,7 @@ def _load_kept(path: Path, target: str, panel_file: Path | None = None) -> Rows:
         return {}
     if not isinstance(kept, dict):
         return {}
+    target = _kept_key(target)
     if kept.get("target") == target and isinstance(kept.get("patches"), dict):
         return {h: rows for h, rows in kept["patches"].items()  # a malformed entry is scored again
                 if isinstance(rows, list) and all(isinstance(r, dict) and "valid" in r for r in rows)}
@@ -180,7 +196,7 @@ def _load_kept(path: Path, target: str, panel_file: Path | None = None) -> Rows:
 
 def _save_kept(path: Path, target: str, kept: Rows) -> None:
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps({"target": target, "patches": kept}), encoding="utf-8")
+    tmp.write_text(json.dumps({"target": _kept_key(target), "patches": kept}), encoding="utf-8")
     tmp.replace(path)
 
 

@@ -74,7 +74,7 @@ def test_scores_are_reused_for_the_same_panel_and_batches(tmp_path: Path, capfd:
     assert "resuming after batch 1/2" in err and "batch 1/2 scored" not in err and "batch 2/2 scored" in err
     assert json.loads((tmp_path / "agreement.json").read_text())["batches"] == 2
     kept = json.loads((tmp_path / "scores_dbbench_b.json").read_text())
-    assert kept["target"] == "sim:flaws=off" and {len(rows) for rows in kept["patches"].values()} == {2}
+    assert kept["target"] == ag._kept_key("sim:flaws=off") and {len(rows) for rows in kept["patches"].values()} == {2}
     assert ag.main(args) == 0                                       # fewer batches: the first ones, nothing scored
     assert "reusing" in capfd.readouterr().err and (tmp_path / "agreement.md").read_text() == first
 
@@ -89,7 +89,7 @@ def test_a_stopped_scoring_resumes_after_its_last_batch(tmp_path: Path, capfd: p
     kept_row = {"valid": False, "delta_score": None, "delta_success": None, "error": "kept", "fixed": 0, "broke": 0}
     out = tmp_path / "scores_dbbench_a.json"
     (tmp_path / "scores_dbbench_a.json.partial").write_text(
-        json.dumps({"target": "sim", "patches": {ag._text_sha("not a patch"): [kept_row]}}))
+        json.dumps({"target": ag._kept_key("sim"), "patches": {ag._text_sha("not a patch"): [kept_row]}}))
     scores = ag.score_in_subprocess("dbbench", "sim", pf, 2, out)
     assert len(scores) == 2 and scores[0][0]["error"] == "kept" and scores[1][0]["error"] != "kept"
     assert "resuming after batch 1/2" in capfd.readouterr().err
@@ -100,6 +100,23 @@ def test_a_stopped_scoring_resumes_after_its_last_batch(tmp_path: Path, capfd: p
     assert "batch 1/2 scored (1 of 2 patches)" in err and "batch 2/2 scored (1 of 2 patches)" in err
     assert [len(b) for b in scores] == [2, 2] and scores[0][0]["error"] == "kept"
     assert ag.score_in_subprocess("dbbench", "sim:flaws=off", pf, 1, out)[0][0]["error"] != "kept"  # another target: its own
+
+
+def test_sim_scores_kept_under_other_code_are_rescored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A sim's kept rows are only read back by the code that scored them: after a change to the
+    package (a recalibrated sim), the sim is rescored; a real target's rows are kept."""
+    path = tmp_path / "scores.json"
+    rows = {"h": [{"valid": True, "delta_score": 0.1, "delta_success": 0.1, "error": None}]}
+    for target in ("sim", "smol:webshop?engine=vllm"):
+        ag._save_kept(path, target, rows)
+        assert ag._load_kept(path, target) == rows
+    assert ag._kept_key("smol:webshop?engine=vllm") == "smol:webshop?engine=vllm"
+    ag._save_kept(path, "sim", rows)
+    (tmp_path / "harness_gym").mkdir()
+    (tmp_path / "harness_gym" / "sim.py").write_text("FLAW = 0.5\n")
+    monkeypatch.setattr(ag, "ROOT", tmp_path)  # another package: another code key
+    assert ag._kept_key("sim") != json.loads(path.read_text())["target"]
+    assert ag._load_kept(path, "sim") == {}
 
 
 def test_scores_kept_in_the_whole_panel_format_are_read_per_patch(tmp_path: Path) -> None:

@@ -139,6 +139,35 @@ def test_request_batcher_coalesces_and_preserves_order() -> None:
     assert backend.sizes == [4, 4, 2]
 
 
+class PoisonedBackend(CountingBackend):
+    """Fails a whole call when any request in it carries seed 13 (a request the server refuses)."""
+
+    async def generate(self, requests: list[ChatRequest]) -> list[dict]:
+        self.sizes.append(len(requests))
+        if any(r.seed == 13 for r in requests):
+            raise RuntimeError("the server refused request 13")
+        return [{"role": "assistant", "content": str(r.seed)} for r in requests]
+
+
+def test_a_request_that_fails_its_batch_fails_alone() -> None:
+    """One harness's bad request must not fail the episodes it was batched with (another
+    harness's, or a control rerun's): a failed batch is retried in halves down to the culprit."""
+    import asyncio
+
+    backend = PoisonedBackend()
+    batcher = RequestBatcher(backend, max_batch=8)
+
+    async def go():
+        reqs = [ChatRequest([], [], None, seed=s) for s in (1, 2, 13, 4, 5, 6, 7, 8)]  # type: ignore[arg-type]
+        return await asyncio.gather(*(batcher.submit(r) for r in reqs), return_exceptions=True)
+
+    replies = asyncio.run(go())
+    assert [r if isinstance(r, Exception) else r["content"] for r in replies][:2] == ["1", "2"]
+    assert isinstance(replies[2], RuntimeError) and "13" in str(replies[2])
+    assert [r["content"] for r in replies[3:]] == ["4", "5", "6", "7", "8"]
+    assert backend.sizes[0] == 8 and len(backend.sizes) <= 2 * 3 + 1  # halves down to one: a few calls, not one per request
+
+
 def test_statistics() -> None:
     assert t975(1) == pytest.approx(12.706) and t975(200) == pytest.approx(1.972, abs=2e-3)
     ci = mean_ci([0.1, 0.2, 0.3, 0.4])

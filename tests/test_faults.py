@@ -23,6 +23,7 @@ import pytest
 
 import harness_gym  # noqa: F401
 from baselines.base import PolicyInput, make_policy
+from harness_gym.envs.harness_edit import ENV_ERROR_CHECKS
 from harness_gym.errors import WorldError
 from harness_gym.evaluation.cache import RolloutCache
 from harness_gym.sandbox.pool import DEFAULT_MAX_IDLE
@@ -102,7 +103,7 @@ def test_a_persistent_failure_is_bounded_reported_and_excluded_from_delta(clean:
     victim = clean["batch"][0]
     reward, info, attempts = _flaky_step(clean, {victim: 99}, retries=2)
     # bounded: 1 try + 2 retries, then as many for each of the base's and the patch's check runs
-    assert attempts[victim] == 3 * 3, attempts[victim]
+    assert attempts[victim] == 3 * (1 + 2 * ENV_ERROR_CHECKS), attempts[victim]
     assert info["incomplete"] == [victim]
     row = next(r for r in info["per_task"] if r["task_id"] == victim)
     assert row["patched_status"] == "env_error"
@@ -128,8 +129,8 @@ def test_an_incomplete_run_is_not_cached(clean: dict[str, Any]) -> None:
         ev = env.unwrapped.evaluator
         attempts: collections.Counter = collections.Counter()
         real = ev._make_world
-        # the patched episode fails, then both check runs (base and patch) fail too: incomplete
-        ev._make_world = lambda: FlakyWorld(real(), attempts, {clean["batch"][2]: 3})
+        # the patched episode fails, then every check run (base and patch) fails too: incomplete
+        ev._make_world = lambda: FlakyWorld(real(), attempts, {clean["batch"][2]: 1 + 2 * ENV_ERROR_CHECKS})
         _, _, _, _, first = env.step(clean["patch"])
         assert first["incomplete"] == [clean["batch"][2]]
         _, reward, _, _, second = env.step(clean["patch"])  # the fault is over: recomputed, complete
@@ -180,6 +181,93 @@ def test_environment_errors_a_patch_causes_are_scored_as_failures(when: str) -> 
         if when == "True":  # every episode killed: the patch lost every solved task
             assert len(caused) == len(sinfo["per_task"])
             assert reward == pytest.approx(-info["baseline_success"]) and reward < 0
+    finally:
+        env.close()
+
+
+def test_sequential_edits_credit_the_repair_of_a_caused_error() -> None:
+    """Under ``max_edits > 1`` the patch that crashed its episodes becomes the base: its errors stay
+    scored as failures, so the next patch that removes the crash is credited for every task it
+    gets back (the env neither locks up nor drops those tasks as incomplete)."""
+    env = gym.make("HarnessEdit-WebShop-v0", batch_size=6, max_edits=2)
+    try:
+        u = env.unwrapped
+        _, info = env.reset(seed=SEED)
+        real = u.evaluator._make_world
+        u.evaluator._make_world = lambda: TripwireWorld(real())
+        _, r1, _, _, i1 = env.step(_tripwire_patch("True"))
+        assert r1 == pytest.approx(-info["baseline_success"]) and i1["incomplete"] == []
+        path = next(k for k in u._base.files if k.startswith("hooks/"))
+        lines = u._base.files[path].splitlines()
+        undo = f"--- a/{path}\n+++ /dev/null\n@@ -1,{len(lines)} +0,0 @@\n" + "".join(f"-{x}\n" for x in lines)
+        _, r2, done, _, i2 = env.step(undo)
+        assert i2["patch_valid"], i2["patch_error"]
+        assert done and i2["incomplete"] == [] and r2 == pytest.approx(info["baseline_success"])
+        assert {r["baseline_status"] for r in i2["per_task"]} == {"caused_env_error"}
+    finally:
+        env.close()
+
+
+def test_one_crashing_candidate_leaves_the_others_scored() -> None:
+    env = gym.make("HarnessEdit-WebShop-v0", batch_size=6)
+    try:
+        u = env.unwrapped
+        env.reset(seed=SEED)
+        real = u.evaluator._make_world
+        u.evaluator._make_world = lambda: TripwireWorld(real())
+        quiet, crash = u.evaluate_patches(["def make_pre_hint(ctx, nb):\n    return None\n", _tripwire_patch("True")])
+        assert quiet["reward"] == 0.0 and quiet["incomplete"] == []
+        assert crash["reward"] < 0 and crash["incomplete"] == []
+        assert {r["patched_status"] for r in crash["per_task"]} == {"caused_env_error"}
+    finally:
+        env.close()
+
+
+class RandomlyFailingWorld:
+    """Fails a step with probability ``p``, drawn from (task, attempt, step): no harness is to blame."""
+
+    attempts: collections.Counter = collections.Counter()
+
+    def __init__(self, inner: Any, p: float) -> None:
+        self.inner, self.p, self.key, self.steps = inner, p, "", 0
+
+    def reset(self, task: Any) -> Any:
+        RandomlyFailingWorld.attempts[task.task_id] += 1
+        self.key, self.steps = f"{task.task_id}:{RandomlyFailingWorld.attempts[task.task_id]}", 0
+        return self.inner.reset(task)
+
+    def step(self, call: Any) -> Any:
+        import hashlib
+
+        self.steps += 1
+        u = int(hashlib.sha256(f"{self.key}:{self.steps}".encode()).hexdigest()[:8], 16) / 2**32
+        if u < self.p:
+            raise WorldError("connection reset (injected, at random)")
+        return self.inner.step(call)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def test_random_world_failures_do_not_bias_a_patch_that_changes_nothing() -> None:
+    """A flaky world must not be put down to the patch: a no-op hook scores 0 on every batch."""
+    env = _make_env(retries=0)
+    try:
+        u = env.unwrapped
+        rewards = []
+        for seed in range(6):
+            RandomlyFailingWorld.attempts.clear()
+            u.evaluator._make_world = u.spec_.world_factory("sqlite")
+            env.reset(seed=seed)
+            real = u.evaluator._make_world
+            u.evaluator._make_world = lambda: RandomlyFailingWorld(real(), 0.15)
+            try:
+                _, reward, _, _, info = env.step("def make_pre_hint(ctx, nb):\n    return None\n")
+            except WorldError:
+                continue
+            rewards.append(reward)
+            assert all(r["patched_status"] != "caused_env_error" for r in info["per_task"]), info["per_task"]
+        assert rewards and all(r == 0.0 for r in rewards), rewards
     finally:
         env.close()
 

@@ -234,6 +234,15 @@ DIFF_INVALID = {
     "config_wrong_type": (CONFIG_DIFF.replace('"history_window": 4', '"history_window": "4"'), "expects int, got str"),
     "config_not_json": (CONFIG_DIFF.replace('"history_window": 4}', '"history_window": 4'), "not be valid JSON"),
     "tools_not_list": ("--- a/tools.json\n+++ b/tools.json\n@@ -1 +1 @@\n-[]\n\\ No newline at end of file\n+{}\n", "JSON list"),
+    # entries every reader relies on (a sim or chat template crashes on a malformed one, in every episode)
+    "tools_function_string": ("--- a/tools.json\n+++ b/tools.json\n@@ -1 +1 @@\n-[]\n\\ No newline at end of file\n"
+                              '+[{"type": "function", "function": "poison"}]\n', "tools.json[0].function"),
+    "tools_name_list": ("--- a/tools.json\n+++ b/tools.json\n@@ -1 +1 @@\n-[]\n\\ No newline at end of file\n"
+                        '+[{"type": "function", "function": {"name": ["x"], "description": "d"}}]\n', "tools.json[0].function.name"),
+    "tools_same_name": ("--- a/tools.json\n+++ b/tools.json\n@@ -1 +1 @@\n-[]\n\\ No newline at end of file\n"
+                        '+[{"type": "function", "function": {"name": "x"}}, {"type": "function", "function": {"name": "x"}}]\n',
+                        "names the tool 'x' twice"),
+    "config_null": (CONFIG_DIFF.replace('"history_window": 4', '"history_window": null'), "expects int, got null"),
     "hook_policy": (new_file("hooks/01_on_init.py", "def hook(ctx, nb):\n    return getattr(ctx, 'x')\n"), "hooks/01_on_init.py fails the sandbox policy: line 2: forbidden name 'getattr'"),
     "hook_module_no_entry": (new_file("hooks/01_helpers.py", "def helper(ctx, nb):\n    return 1\n"), "at least one function named"),
     "hook_not_python": (new_file("hooks/notes.md", "hi\n"), "must be Python modules"),

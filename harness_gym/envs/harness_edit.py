@@ -175,7 +175,8 @@ class HarnessEditEnv(gym.Env):
                                    "metric": self.metric, "per_task": [], "packet": packet.to_dict()}
             return obs, float(self.config.invalid_patch_reward), terminated, False, bad
         try:
-            before, [(after, (deltas, per_task, incomplete))] = self.compare(base, [patched], self._batch, self._seeds)
+            before, [(after, (deltas, per_task, incomplete))] = self.compare(base, [patched], self._batch, self._seeds,
+                                                                             before=self._base_results)
             if self._heldout:
                 _, [(_, held)] = self.compare(base, [patched], self._heldout, self._heldout_seeds)
         except WorldError:
@@ -250,42 +251,49 @@ class HarnessEditEnv(gym.Env):
                             "harness_version": item.version, "per_task": per_task, "incomplete": incomplete})
         return out
 
-    def compare(self, base: Harness, candidates: Sequence[Harness], tasks: Sequence[Any], seeds: Sequence[int]
+    def compare(self, base: Harness, candidates: Sequence[Harness], tasks: Sequence[Any], seeds: Sequence[int],
+                before: Sequence[EpisodeResult] | None = None
                 ) -> tuple[list[EpisodeResult], list[tuple[list[EpisodeResult], tuple[dict[str, float], list[dict[str, Any]], list[str]]]]]:
-        """Run ``base`` and every candidate on the same tasks and seeds; per candidate, its results
-        and (Δ by metric, per-task rows, incomplete task ids) against ``base``.
+        """Run ``base`` (unless its results, ``before``, are given) and every candidate on the same
+        tasks and seeds; return the base's results and, per candidate, its results and (Δ by metric,
+        per-task rows, incomplete task ids) against the base.
 
-        An environment error is never scored as a task failure — unless the patch caused it. A
-        candidate's episode that ends in one where the base's episode did not is checked by running
-        the task and seed again afresh (no cache) under both harnesses: if the candidate completes
-        now, the error was transient and the new episode counts; if only the base completes, the
-        error followed the patch (a hook rewrote an action into one that kills the session, a prompt
-        the server refuses, …) and the candidate's episode is scored as a failure (status
-        ``caused_env_error``, reward 0); if neither completes, the environment is failing and the
-        task is left out as incomplete. A comparison in which no task completed under both
-        harnesses raises ``WorldError``: nothing was measured, so no reward is made up."""
+        An environment error is never scored as a task failure — unless a harness caused it. Where
+        one side's episode ended in one and the other's did not, the task is run again afresh (no
+        cache) ``ENV_ERROR_CHECKS`` times under each harness, each harness in its own call: an
+        episode that completes on a rerun replaces the errored one (the error was transient); one
+        that fails on every rerun while the other side completes on every rerun was caused by its
+        harness (a hook that rewrites an action into one that kills the session, a tool list the
+        model server refuses, …) and is scored as a failure (status ``caused_env_error``, reward 0)
+        — on either side, so a patch can neither hide its losses as errors nor inherit a base's;
+        anything else is left out as incomplete. If every candidate's comparison is left with no
+        completed task, the environment is failing: ``WorldError``, and nothing is scored."""
         tasks, seeds = list(tasks), [int(x) for x in seeds]
-        runs = self.evaluator.evaluate_many([base, *candidates], tasks, seeds)
-        before, afters = runs[0], [list(a) for a in runs[1:]]
+        if before is None:
+            runs = self.evaluator.evaluate_many([base, *candidates], tasks, seeds)
+            before, afters = list(runs[0]), [list(r) for r in runs[1:]]
+        else:
+            before = list(before)
+            afters = [list(r) for r in self.evaluator.evaluate_many(list(candidates), tasks, seeds)] if candidates else []
         suspect = sorted({i for after in afters for i, (b, a) in enumerate(zip(before, after))
-                          if a.is_env_error and not b.is_env_error})
+                          if b.is_env_error != a.is_env_error})
         if suspect:
-            again = self.evaluator.evaluate_many([base, *candidates], [tasks[i] for i in suspect],
-                                                 [seeds[i] for i in suspect], fresh=True)
-            for after, rerun in zip(afters, again[1:]):
-                for i, b2, a2 in zip(suspect, again[0], rerun):
-                    if not after[i].is_env_error:
-                        continue
-                    if not a2.is_env_error:
-                        after[i] = a2
-                    elif not b2.is_env_error:
-                        after[i] = _caused(after[i])
+            sub_t, sub_s = [tasks[i] for i in suspect], [seeds[i] for i in suspect]
+            checks = range(ENV_ERROR_CHECKS)
+            base_checks = [self.evaluator.evaluate_many([base], sub_t, sub_s, fresh=True)[0] for _ in checks]
+            cand_checks = [self.evaluator.evaluate_many(list(candidates), sub_t, sub_s, fresh=True) for _ in checks]
+            for k, i in enumerate(suspect):
+                b_runs = [run[k] for run in base_checks]
+                c_runs = [[run[c][k] for run in cand_checks] for c in range(len(candidates))]
+                before[i] = _settle(before[i], b_runs, others=c_runs)
+                for c, after in enumerate(afters):
+                    after[i] = _settle(after[i], c_runs[c], others=[b_runs])
         out = [(after, _compare_metrics(before, after)) for after in afters]
-        if tasks and any(len(inc) == len(tasks) for _, (_, _, inc) in out):
+        if tasks and out and all(len(inc) == len(tasks) for _, (_, _, inc) in out):
             first = next((r.error for run in (before, *afters) for r in run if r.is_env_error), None) or "unknown"
             raise WorldError(one_line(
                 f"{self.config.benchmark} on target {self.config.target!r}: every one of the {len(tasks)} tasks ended in an "
-                f"environment error ({first}); nothing was scored — is the target or world server up?"))
+                f"environment error under both harnesses ({first}); nothing was scored — is the target or world server up?"))
         return before, out
 
     def report(self) -> dict[str, Any]:
@@ -302,8 +310,21 @@ class HarnessEditEnv(gym.Env):
         return render_observation(packet, harness, max_chars=self.observation_space.max_length), packet
 
 
-def _caused(result: EpisodeResult) -> EpisodeResult:
-    return replace(result, status=CAUSED_ENV_ERROR, reward=0.0, success=False)
+ENV_ERROR_CHECKS = 2  # fresh reruns per harness before an environment error is put down to a harness
+
+
+def _settle(result: EpisodeResult, reruns: list[EpisodeResult], others: list[list[EpisodeResult]]) -> EpisodeResult:
+    """An episode after its fresh reruns (``compare``): unchanged if it completed; the first rerun that
+    completed if any (a transient error); scored as a failure its harness caused if every rerun failed
+    while one of ``others`` (the other side's reruns) completed every time; else still an error."""
+    if not result.is_env_error:
+        return result
+    done = next((r for r in reruns if not r.is_env_error), None)
+    if done is not None:
+        return done
+    if any(runs and all(not r.is_env_error for r in runs) for runs in others):
+        return replace(result, status=CAUSED_ENV_ERROR, reward=0.0, success=False)
+    return result
 
 
 def solved(reward: float) -> float:

@@ -420,13 +420,54 @@ def _check_changed_file(path: str, text: str | None, base: Harness, files: Mappi
         style = "harness_r1" if point is not None and defines_hook(text) else "module"
         _check_code(text, base.benchmark, style, point or "", path)
     elif path == "tools.json":
-        tools = _load_json(path, text)
-        if not isinstance(tools, list) or not all(isinstance(t, dict) for t in tools):
-            raise _err("tools.json must stay a JSON list of tool schema objects")
+        _check_tools(_load_json(path, text))
     elif path == "config.json":
         new = _load_json(path, text)
         _check_protocol(new, base.config(), base.benchmark)
         _check_config(new, base.config())
+
+
+# What every reader of tools.json (the runtime, the chat template, the sims, an OpenAI-compatible
+# server) may rely on: a list of OpenAI function-tool schemas with distinct names.
+TOOLS_SCHEMA: dict[str, Any] = {
+    "type": "array",
+    "items": {
+        "type": "object", "required": ["type", "function"],
+        "properties": {
+            "type": {"const": "function"},
+            "function": {
+                "type": "object", "required": ["name"],
+                "properties": {
+                    "name": {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$"},
+                    "description": {"type": "string"},
+                    "parameters": {
+                        "type": "object",
+                        "properties": {
+                            "type": {"const": "object"},
+                            "properties": {"type": "object", "additionalProperties": {"type": "object"}},
+                            "required": {"type": "array", "items": {"type": "string"}},
+                        },
+                    },
+                },
+            },
+        },
+    },
+}
+
+
+def _check_tools(tools: Any) -> None:
+    import jsonschema
+    from jsonschema.exceptions import best_match
+
+    error = best_match(jsonschema.Draft202012Validator(TOOLS_SCHEMA).iter_errors(tools))
+    if error is not None:
+        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
+        raise _err(f"tools.json{where}: {error.message[:160]}; it must stay a JSON list of OpenAI function-tool schemas "
+                   "({\"type\": \"function\", \"function\": {\"name\": …, \"description\": …, \"parameters\": {…}}})")
+    names = [t["function"]["name"] for t in tools]
+    dup = next((n for n in names if names.count(n) > 1), None)
+    if dup is not None:
+        raise _err(f"tools.json names the tool {dup!r} twice; each tool needs its own name")
 
 
 def _strict_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -481,8 +522,10 @@ def _check_config(new: Any, old: dict[str, Any]) -> None:
             hint = f"did you mean {close[0]!r}?" if close else f"known keys: {', '.join(sorted(old))}"
             raise _err(f"config key {key!r} is not a setting of this harness; {hint}")
         want = old[key]
-        if want is None or value is None:
+        if want is None:
             continue
+        if value is None:
+            raise _err(f"config key {key!r} expects {type(want).__name__}, got null; give it a value or leave it out")
         if isinstance(want, bool) != isinstance(value, bool) or not _same_kind(want, value):
             raise _err(f"config key {key!r} expects {type(want).__name__}, got {type(value).__name__} {value!r}")
 

@@ -8,6 +8,7 @@ across concurrent episodes (and across candidate patches) into one ``generate`` 
 from __future__ import annotations
 
 import asyncio
+import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
@@ -54,6 +55,9 @@ class ChatBackend(ABC):
         """Release model resources."""
 
 
+SPLIT_WITHIN_S = 5.0  # a batch whose generate call failed faster than this is split and retried in halves
+
+
 class RequestBatcher:
     """Coalesces concurrent ``submit`` calls into batched ``generate`` calls.
 
@@ -84,17 +88,35 @@ class RequestBatcher:
             batch, self._pending = self._pending[: self.max_batch], self._pending[self.max_batch :]
             self.batches += 1
             self.requests += len(batch)
-            try:
-                replies = await self.backend.generate([r for r, _ in batch])
-                if len(replies) != len(batch):
-                    raise RuntimeError(f"backend {self.backend.name} returned {len(replies)} replies for {len(batch)} requests")
-            except BaseException as exc:  # deliver the failure to every waiting episode
-                for _, fut in batch:
-                    if not fut.done():
-                        fut.set_exception(exc)
-                if isinstance(exc, asyncio.CancelledError):
-                    raise
-                continue
-            for (_, fut), reply in zip(batch, replies):
+            await self._generate(batch)
+
+    async def _generate(self, batch: list[tuple[ChatRequest, asyncio.Future[Message]]]) -> None:
+        """One ``generate`` call for ``batch``; if it fails, its halves are tried apart, so a request
+        that makes the backend fail (a malformed tool list, text the server refuses) fails alone and
+        never takes the other episodes of the batch — another harness's, say — down with it. A call
+        that failed slowly (a timeout: the server is gone) is not split, so a dead server costs one
+        wait per batch, not one per request."""
+        started = time.monotonic()
+        try:
+            replies = await self.backend.generate([r for r, _ in batch])
+            if len(replies) != len(batch):
+                raise RuntimeError(f"backend {self.backend.name} returned {len(replies)} replies for {len(batch)} requests")
+        except asyncio.CancelledError as exc:
+            for _, fut in batch:
                 if not fut.done():
-                    fut.set_result(reply)
+                    fut.set_exception(exc)
+            raise
+        except BaseException as exc:  # noqa: BLE001 - delivered to the waiting episodes
+            if len(batch) > 1 and time.monotonic() - started < SPLIT_WITHIN_S:
+                half = len(batch) // 2
+                self.batches += 2
+                await self._generate(batch[:half])
+                await self._generate(batch[half:])
+                return
+            for _, fut in batch:
+                if not fut.done():
+                    fut.set_exception(exc)
+            return
+        for (_, fut), reply in zip(batch, replies):
+            if not fut.done():
+                fut.set_result(reply)
