@@ -303,7 +303,7 @@ def test_proposals_follow_the_observed_signature(packet, trace, expected):
 
 
 # (env id, seed of a batch of 10 whose packet shows the failure, category that must be accepted)
-LOOP_CASES = [("HarnessEdit-WebShop-v0", 0, "middleware_mismatch"), ("HarnessEdit-ALFWorld-v0", 4, "skill_missing")]
+LOOP_CASES = [("HarnessEdit-WebShop-v0", 1, "middleware_mismatch"), ("HarnessEdit-ALFWorld-v0", 4, "skill_missing")]
 
 
 @pytest.mark.parametrize(("env_id", "seed", "category"), LOOP_CASES)

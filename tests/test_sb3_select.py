@@ -33,10 +33,11 @@ BUILTINS = ["alfworld", "dbbench", "webshop"]
 # every benchmark with a HarnessSelect id: the built-ins and installed plugins (harness-gym-calc in CI)
 BENCHMARKS = sorted(v["benchmark"] for v in SELECT_ENV_IDS.values())
 # A small library per benchmark keeps training cheap: noop, the adaptive template, two fixed arms (ALFWorld:
-# an example patch, since self-refine's prose loses on the calibrated sim and left no arm above noop to learn).
+# an example patch, since self-refine's prose loses on the calibrated sim and left no arm above noop to learn;
+# WebShop: the stall hint, the one arm above noop on these small training batches).
 _ARMS = {
     "dbbench": ("noop", "template", "co-harness", "template:numeric_text"),
-    "webshop": ("noop", "template", "template:text_only", "template:over_budget"),
+    "webshop": ("noop", "template", "template:stall", "template:over_budget"),
     "alfworld": ("noop", "template", "example:alfworld_stages", "template:substitute_object"),
 }
 

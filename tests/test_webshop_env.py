@@ -96,7 +96,9 @@ def test_calibration_on_the_default_test_split():
         ev.close()
     mean = sum(r.reward for r in res) / len(res)
     success = sum(r.info["success"] for r in res) / len(res)
-    assert 0.55 <= mean <= 0.70 and 0.25 <= success <= 0.40, (mean, success)
+    # the real WebShop target (smol:webshop) solves 45.5% of these 200 tasks (docs/agreement_smol.md):
+    # the sim's baseline lies within that figure's binomial 95% interval
+    assert 0.60 <= mean <= 0.75 and 0.39 <= success <= 0.52, (mean, success)
     assert all(r.info["noun_extractor"] for r in res)
     packet = build_webshop_packet(res[:10], batch_tag="t", batch_digest="d", harness=spec.default_harness())
     assert packet.batch_size == 10 and packet.baseline_pass == sum(r.reward >= 1 for r in res[:10])

@@ -24,13 +24,17 @@ def entry_name(protocol: Protocol, policy: str) -> str:
     return f"{benchmark}-{policy}" if protocol.target == "sim" else f"{benchmark}-{protocol.target}-{policy}"
 
 
-def _ensure_selector(benchmark: str, say: Callable[[str], None]) -> None:
+def _train_selector(benchmark: str, say: Callable[[str], None], resume: bool) -> None:
+    """Train the sb3-select selector on the sim as it is now (a selector trained on an earlier sim
+    would make the rebuilt entry that sim's choice); ``resume`` keeps one already there."""
     from baselines.sb3_select.train import DEFAULT_OUT, SelectTrainConfig, train_selector
 
     out = Path(DEFAULT_OUT.format(benchmark=benchmark))
-    if not out.exists():
-        say(f"training the sb3-select selector for {benchmark} -> {out}")
-        train_selector(SelectTrainConfig(benchmark=benchmark), out)
+    if resume and out.exists():
+        return
+    say(f"training the sb3-select selector for {benchmark} -> {out} (then ship it: python -m "
+        f"baselines.sb3_select.train --benchmark {benchmark} --export)")
+    train_selector(SelectTrainConfig(benchmark=benchmark), out)
 
 
 def rebuild_baselines(
@@ -65,7 +69,7 @@ def rebuild_baselines(
     failed: list[str] = []
     for p in chosen:
         if "sb3-select" in policies:
-            _ensure_selector(gym.spec(p.env_id).kwargs["benchmark"], say)
+            _train_selector(gym.spec(p.env_id).kwargs["benchmark"], say, resume)
         out = Path(runs) / f"{p.slug}.jsonl"
         kwargs = make_kwargs(p)
         say(f"{p.key}: bench {', '.join(policies)} on seeds {p.seeds[0]}–{p.seeds[-1]} -> {out}")

@@ -45,7 +45,10 @@ AGAINST: dict[str, re.Pattern[str]] = {
                          r"\b(price|budget|cost)", re.I),
 }
 
-FLAWS = {"skip_options": 0.18, "over_budget": 0.12, "near_miss": 0.30, "search_loop": 0.12, "stall": 0.09,
+# skip_options 0.06 (was 0.18): the real WebShop target rarely buys with a required option unselected
+# (the example buy guard, which blocks only that, fixed 2 of 100 real tasks) and its baseline is 45.5%
+# of the 200 test tasks, where 0.18 gave the sim 38.5% and 0.06 gives 45.0% (docs/agreement_smol.md).
+FLAWS = {"skip_options": 0.06, "over_budget": 0.12, "near_miss": 0.30, "search_loop": 0.12, "stall": 0.09,
          "repeat_click": 0.06, "invalid_click": 0.08, "text_only": 0.06, "wrong_option": 0.18}
 VOCAB = vocabulary(CONCEPTS)
 NAV = ("buy now", "< prev", "back to search", "next >", "description", "features", "reviews")
