@@ -140,7 +140,8 @@ class HarnessEditEnv(gym.Env):
             self._batch = []  # no baseline: step() asks for a reset
             raise WorldError(one_line(
                 f"{self.config.benchmark} on target {self.config.target!r}: every one of the {len(self._base_results)} baseline "
-                f"episodes ended in an environment error ({self._base_results[0].error}); is the target or world server up?"))
+                f"episodes ended in an environment error; is the target or world server up? First: {self._base_results[0].error}",
+                limit=500))
         if self._heldout:  # the held-out baseline too, so a step runs (and costs) only the patched harness
             self.evaluator.evaluate(self._base, self._heldout, self._heldout_seeds)
         obs, packet = self._observe(self._base, self._base_results)
@@ -292,8 +293,9 @@ class HarnessEditEnv(gym.Env):
         if tasks and out and all(len(inc) == len(tasks) for _, (_, _, inc) in out):
             first = next((r.error for run in (before, *afters) for r in run if r.is_env_error), None) or "unknown"
             raise WorldError(one_line(
-                f"{self.config.benchmark} on target {self.config.target!r}: every one of the {len(tasks)} tasks ended in an "
-                f"environment error under both harnesses ({first}); nothing was scored — is the target or world server up?"))
+                f"{self.config.benchmark} on target {self.config.target!r}: nothing was scored — every one of the {len(tasks)} "
+                f"tasks ended in an environment error under both harnesses; is the target or world server up? First: {first}",
+                limit=500))
         return before, out
 
     def report(self) -> dict[str, Any]:
