@@ -27,5 +27,6 @@ def post_json(base_url: str, path: str, body: dict[str, Any], *, timeout: float,
     except (urllib.error.URLError, OSError, ValueError) as exc:
         reason = getattr(exc, "reason", exc)
         raise WorldError(one_line(
-            f"{name} server at {base_url} is unreachable ({reason}); start it with "
-            f"`python -m harness_gym.benchmarks.{name}.server --port PORT`, or use backend='local' or 'docker'")) from None
+            f"{name} server at {base_url} is unreachable ({reason}); a server you run yourself starts with "
+            f"`python -m harness_gym.benchmarks.{name}.server --port PORT`; a backend='docker' container "
+            f"may have exited (`harness-gym docker ls` lists those running; a new env starts one)", limit=400)) from None
