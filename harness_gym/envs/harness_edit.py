@@ -138,10 +138,8 @@ class HarnessEditEnv(gym.Env):
         self._base_results = self.evaluator.evaluate(self._base, self._batch, self._seeds)
         if self._base_results and all(r.is_env_error for r in self._base_results):
             self._batch = []  # no baseline: step() asks for a reset
-            raise WorldError(one_line(
-                f"{self.config.benchmark} on target {self.config.target!r}: every one of the {len(self._base_results)} baseline "
-                f"episodes ended in an environment error; is the target or world server up? First: {self._base_results[0].error}",
-                limit=500))
+            raise self._world_down(f"every one of the {len(self._base_results)} baseline episodes ended in an "
+                                   "environment error", self._base_results[0].error)
         if self._heldout:  # the held-out baseline too, so a step runs (and costs) only the patched harness
             self.evaluator.evaluate(self._base, self._heldout, self._heldout_seeds)
         obs, packet = self._observe(self._base, self._base_results)
@@ -292,11 +290,15 @@ class HarnessEditEnv(gym.Env):
         out = [(after, _compare_metrics(before, after)) for after in afters]
         if tasks and out and all(len(inc) == len(tasks) for _, (_, _, inc) in out):
             first = next((r.error for run in (before, *afters) for r in run if r.is_env_error), None) or "unknown"
-            raise WorldError(one_line(
-                f"{self.config.benchmark} on target {self.config.target!r}: nothing was scored — every one of the {len(tasks)} "
-                f"tasks ended in an environment error under both harnesses; is the target or world server up? First: {first}",
-                limit=500))
+            raise self._world_down(f"nothing was scored — every one of the {len(tasks)} tasks ended in an environment "
+                                   "error under both harnesses", first)
         return before, out
+
+    def _world_down(self, what: str, first: str) -> WorldError:
+        """The one-line error for a target or world server that completed nothing: what failed first,
+        the episode's own error last (so a long one is what the cut at 500 characters shortens)."""
+        return WorldError(one_line(f"{self.config.benchmark} on target {self.config.target!r}: {what}; is the target "
+                                   f"or world server up? First: {first}", limit=500))
 
     def report(self) -> dict[str, Any]:
         """Non-deterministic facts kept out of ``info``: cache hits, episodes run, sandbox layers."""
