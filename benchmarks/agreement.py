@@ -7,6 +7,8 @@ guards of the Harness-R1 demo's kind and trigger-word-only lines (``benchmarks/p
 is scored on the same batches (env seeds ``0..batches-1``) by target A and target B.
 It reports, per env and per metric (Δ score, Δ success), Spearman's ρ between A's and B's
 mean Δ, sign agreement (patches whose Δ has the same sign, |Δ| < ``--eps`` counting as 0),
+each target's batch-to-batch reliability (``reliability``: how well its own ranking of the panel
+reproduces on other tasks) and the ceiling that noise puts on ρ,
 the per-patch table (markdown and JSON: mean Δ with its paired 95% t-interval over the
 batches, and the tasks each patch fixed and broke — solved after but not before, and the
 reverse — summed over the batches) and a scatter plot (PNG). A target's scores are kept in
@@ -302,15 +304,43 @@ def summarize(panel: list[dict], a: list[list[dict]], b: list[list[dict]], eps: 
     for m in ("delta_score", "delta_success"):
         xa, xb = [r[f"a_{m}"] for r in valid], [r[f"b_{m}"] for r in valid]
         agree = sum(1 for x, y in zip(xa, xb) if sign(x, eps) == sign(y, eps))
+        rel_a, rel_b = reliability(a, m), reliability(b, m)
+        ceiling = math.sqrt(rel_a * rel_b) if rel_a > 0 and rel_b > 0 else float("nan")
         stats[m] = {"spearman": spearman(xa, xb) if len(valid) > 2 else float("nan"),
-                    "sign_agreement": agree / len(valid) if valid else float("nan"), "n": len(valid)}
+                    "sign_agreement": agree / len(valid) if valid else float("nan"), "n": len(valid),
+                    "reliability_a": rel_a, "reliability_b": rel_b, "ceiling": ceiling}
     return {"rows": rows, "stats": stats}
+
+
+def reliability(scores: list[list[dict]], metric: str) -> float:
+    """How well one target's panel ranking reproduces on other tasks: the mean Spearman ρ between
+    its batches' Δs (over the patches valid in every batch), stepped up to the mean of all
+    batches by Spearman–Brown (``k r / (1 + (k - 1) r)``). NaN with fewer than two batches or
+    three patches. Two targets' ρ cannot be expected above ``sqrt(rel_a * rel_b)`` (the
+    ``ceiling``): what their batch-to-batch noise leaves of a perfect agreement."""
+    k = len(scores)
+    keep = [i for i in range(len(scores[0]) if scores else 0) if all(batch[i]["valid"] for batch in scores)]
+    if k < 2 or len(keep) < 3:
+        return float("nan")
+    cols = [[batch[i][metric] for i in keep] for batch in scores]
+    pairs = [spearman(cols[i], cols[j]) for i in range(k) for j in range(i + 1, k)]
+    pairs = [r for r in pairs if not math.isnan(r)]
+    if not pairs:
+        return float("nan")
+    r = sum(pairs) / len(pairs)
+    return k * r / (1 + (k - 1) * r) if 1 + (k - 1) * r > 0 else float("nan")
+
+
+def _num(x: float | None) -> str:
+    return "n/a" if x is None or math.isnan(x) else f"{x:+.2f}"
 
 
 def table_md(env_id: str, a: str, b: str, batches: int, result: dict[str, Any], metric: str) -> str:
     s = result["stats"][metric]
     out = [f"## {env_id}: {a} vs {b}, {batches} batches, {metric.replace('_', ' ')}",
-           f"Spearman ρ = {s['spearman']:+.3f}, sign agreement = {s['sign_agreement']:.0%} over {s['n']} patches", "",
+           f"Spearman ρ = {s['spearman']:+.3f}, sign agreement = {s['sign_agreement']:.0%} over {s['n']} patches",
+           f"Batch-to-batch reliability of the panel's ranking: {a} {_num(s.get('reliability_a'))}, {b} "
+           f"{_num(s.get('reliability_b'))}; ceiling on ρ from that noise {_num(s.get('ceiling'))}", "",
            f"| patch | family | {a} Δ | {b} Δ [95% CI] | {a} fixed/broke | {b} fixed/broke |", "|---|---|---|---|---|---|"]
     fmt = lambda v: "invalid" if v is None else f"{v:+.3f}"  # noqa: E731
 

@@ -26,6 +26,25 @@ def test_summary_counts_sign_agreement_with_a_dead_zone() -> None:
     assert res["stats"]["delta_score"]["n"] == 4
 
 
+def test_reliability_is_the_batches_agreement_with_each_other_and_bounds_rho() -> None:
+    cell = lambda d: {"valid": True, "delta_score": d, "delta_success": d}  # noqa: E731
+    same = [[cell(x) for x in (0.1, 0.2, 0.3, 0.4)] for _ in range(3)]
+    assert ag.reliability(same, "delta_score") == pytest.approx(1.0)
+    # two batches whose rankings agree at rho 0.8: the mean of both at 2·0.8/1.8
+    two = [[cell(x) for x in (1, 2, 3, 4, 5)], [cell(x) for x in (2, 1, 4, 3, 5)]]
+    assert ag.reliability(two, "delta_score") == pytest.approx(2 * 0.8 / 1.8)
+    assert ag.reliability(two[:1], "delta_score") != ag.reliability(two[:1], "delta_score")  # one batch: NaN
+    # a patch invalid in one batch is left out of every batch
+    holed = [row[:] for row in two]
+    holed[1].append({"valid": False, "delta_score": 0.0, "delta_success": 0.0})
+    holed[0].append(cell(9.0))
+    assert ag.reliability(holed, "delta_score") == pytest.approx(2 * 0.8 / 1.8)
+    panel = [{"name": f"p{i}", "family": "x"} for i in range(5)]
+    stats = ag.summarize(panel, two, [[cell(x) for x in (1, 2, 3, 4, 5)]] * 2, eps=0.005)["stats"]["delta_score"]
+    assert stats["reliability_b"] == pytest.approx(1.0)
+    assert stats["ceiling"] == pytest.approx((2 * 0.8 / 1.8) ** 0.5)
+
+
 @pytest.mark.parametrize("benchmark", ["webshop", "dbbench", "alfworld"])
 def test_each_panel_has_at_least_thirty_diverse_patches(benchmark: str) -> None:
     panel = ag.build_panel(benchmark)
