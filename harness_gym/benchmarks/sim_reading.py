@@ -14,7 +14,8 @@ others, and every extra piece of advice slightly raises its chance of being dist
 - text costs: a target is trained with its default harness, and every word it reads that
   the default harness never showed it (system-prompt lines, skills, hints, block messages)
   raises its chance of losing its way in the episode (``TextCost``: a per-word rate, a cap;
-  words of a unit that is actionable help cost ``help_share`` as much). Each sim calibrates
+  words of a unit that is actionable help cost ``help_share`` as much; per channel, skills
+  ``skills`` and injected messages ``injected`` times a prompt word). Each sim calibrates
   its rate against the real target (docs/agreement_smol.md): a 135M agent fine-tuned on the
   default prompt loses tasks to a few nonsense lines. Words are runs of letters or digits
   (``count_words``), every unit costs at least one, and a unit with fewer than two words with
@@ -135,6 +136,11 @@ class Advice:
     against: dict[str, re.Pattern[str]] = field(default_factory=dict)
     # units[:prompt_units] came with the system prompt; the rest were injected during the episode
     prompt_units: int | None = None
+    # the prompt units a hook's ``on_init`` added (skills under the tips header, the tool hint, a tool
+    # description's addition): the channel ``TextCost.skills`` prices
+    skills: set[str] = field(default_factory=set)
+    # how much a skill is read: its weight (as help and as an instruction against) is scaled by this
+    skill_weight: float = 1.0
 
     def trigger_only(self, unit: str) -> bool:
         return bool(self.vocab) and trigger_only(unit, self.vocab)
@@ -152,22 +158,28 @@ class Advice:
         (the default harness); any other system text counts as advice, line by line.
         """
         units: list[str] = []
+        skills: set[str] = set()
         if messages and messages[0].get("role") == "system":
             system = str(messages[0].get("content") or "")
             trained = {line.strip() for line in base_system_prompt.splitlines()}
+            in_tips = False  # past a tips header, every line is an ``on_init`` skill or tool hint
             for line in system.splitlines():
                 if line.strip() in trained:
                     continue  # the prompt the target was trained with is not advice
                 line = line.strip().lstrip("-").strip()
-                if line and line not in TIPS_HEADERS:
+                if line in TIPS_HEADERS:
+                    in_tips = True
+                elif line:
                     units.append(line)
+                    if in_tips:
+                        skills.add(line)
         prompt_units = len(units)
         for msg in messages[2:]:
             if msg.get("role") == "user":
                 text = str(msg.get("content") or "")
                 if text and not is_notice(text) and text not in ignore:
                     units.append(text)
-        return cls(units, prompt_units=prompt_units)
+        return cls(units, prompt_units=prompt_units, skills=skills)
 
     def add(self, text: str) -> None:
         self.units.append(text)
@@ -181,6 +193,7 @@ class Advice:
             extra = str(fn.get("description", "")).replace(base.get(str(fn.get("name")), ""), "").strip()
             if extra and extra not in self.units:
                 self.add_prompt(extra)
+                self.skills.add(extra)
 
     def add_prompt(self, text: str) -> None:
         """A unit read with the system prompt (a tool description's addition), before the injected ones."""
@@ -211,7 +224,7 @@ class Advice:
         w = min(1.0, 2.0 / max(k, 1))
         if len(unit) > LONG_UNIT:
             w *= LONG_UNIT / len(unit)
-        return w
+        return w * (self.skill_weight if unit in self.skills else 1.0)
 
     def follows(self, concept: str, concepts: dict[str, re.Pattern[str]], u: float, responsiveness: float) -> bool:
         return u < responsiveness * self.weight(concept, concepts)
@@ -229,17 +242,19 @@ class Advice:
         return draws.get(f"against_{concept}", 1.0) < responsiveness * max(weights, default=0.0)
 
     def distraction(self, concepts: dict[str, re.Pattern[str]], cost: "TextCost") -> float:
-        """Chance of a slip this episode. Every word of a system-prompt or skill unit costs
+        """Chance of a slip this episode. Every word of a system-prompt unit costs
         ``cost.per_word``, ``cost.help_share`` of that when the unit is actionable help
         for some concept (a model can use it); trigger-word-only, generic and against-advice units
-        cost in full. A message injected during the episode (hint, block message) costs
+        cost in full. A skill (``on_init``: tips, tool hint) costs ``cost.skills`` times what the same
+        line costs in the prompt. A message injected during the episode (hint, block message) costs
         ``cost.injected`` times as much a word, helpful or not — an unexpected turn derails a small
         model whatever it says — and the same message repeated costs once. Capped at ``cost.cap``."""
         start = len(self.units) if self.prompt_units is None else self.prompt_units
         words = 0.0
         for unit in self.units[:start]:
             helps = any(self._helps(unit, c, p) for c, p in concepts.items())
-            words += max(1, count_words(unit)) * (cost.help_share if helps else 1.0)
+            channel = cost.skills if unit in self.skills else 1.0
+            words += channel * max(1, count_words(unit)) * (cost.help_share if helps else 1.0)
         words += cost.injected * sum(max(1, count_words(unit)) for unit in dict.fromkeys(self.units[start:]))
         return min(cost.cap, cost.per_word * words)
 
@@ -282,3 +297,4 @@ class TextCost:
     cap: float  # the most text can cost one episode
     help_share: float = 0.25  # a system-prompt unit that is actionable help costs this share a word
     injected: float = 1.0  # a word of a message injected mid-episode costs this many prompt words
+    skills: float = 1.0  # a word of an ``on_init`` skill or tool hint costs this many prompt words

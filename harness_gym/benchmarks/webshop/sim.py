@@ -57,11 +57,15 @@ _GO_BACK = re.compile(r"< ?prev|\bback\b|\bresults?\b|return to|another (product
 _ASK_VALUES = re.compile(r"\b(select|choose|pick|click|set|set up)\w*\b.{0,60}\b(values?|options?|variants?|colou?rs?|sizes?|groups?|materials?|flavou?rs?)\b", re.IGNORECASE)
 MAX_SAME_BLOCK = 2  # a blocked call is retried at most once; then the sim does something else admissible
 RESPONSIVENESS = 0.7     # chance a focused, relevant hint is followed
-BLOCK_RESPONSIVENESS = 0.2  # chance a block that names the fix is followed
+BLOCK_RESPONSIVENESS = 0.2  # chance a block (or a rewrite) that names the fix is followed
+BLOCK_REPEAT = 0.9  # not following it, chance it sends the refused call again (the real target: every time)
 TITLE_RESPONSIVENESS = 0.25  # near-miss picks are mostly intrinsic
 MAX_PAGES = 2
 # unfamiliar text: calibrated on the real WebShop target (docs/agreement_smol.md, "Text costs")
-TEXT_COST = TextCost(per_word=0.03, cap=0.9)
+# (skills are free: on 3 real batches six skill-only patches, nonsense ones included, fixed 14 tasks and
+# broke 8 where the same nonsense lines in the prompt broke 9 and fixed 2)
+TEXT_COST = TextCost(per_word=0.03, cap=0.9, skills=0.0)
+SKILL_WEIGHT = 0.0  # ... and unread: a misleading skill broke 2 and fixed 3 of 90 real tasks
 _OBS = re.compile(r"^(?:Action: (?P<action>.*?)\n\n)?(?:The initial observation|Observation):\n(?P<obs>.*?)\n\nAvailable Actions:\n(?P<aa>.*)$", re.DOTALL)
 _PRICE = re.compile(r"\$([\d,]+(?:\.\d+)?)")
 _FILLER = re.compile(r"\b(i'm|i am|i need|i want to buy|i want|looking for|find me|that is|which is|with|and|a|an|the|in|color|size|flavor|scent)\b", re.IGNORECASE)
@@ -84,6 +88,7 @@ class Persona:
         keys = (*CONCEPTS, "loop_len", "invalid_len", "text_len", "skip_mode", "distraction", "pick", "block")
         u = {k: rng.random() for k in keys}
         u.update(draw_against(rng, AGAINST))
+        u["repeat"] = rng.random()  # drawn last: every earlier draw stays what it was
         return cls(frozenset(flaws), u)
 
 
@@ -104,8 +109,9 @@ class Turn:
 
     @property
     def rewritten(self) -> bool:
-        """A call a hook replaced: the world ran another action (and a hook spoke)."""
-        return bool(self.tool) and self.executed is not None and self.executed != self.action and bool(self.advice)
+        """A call a hook replaced: the world ran another action (silently or with a message) — the page
+        shows the model what was done instead."""
+        return bool(self.tool) and self.executed is not None and self.executed.lower() != self.action.lower()
 
     @property
     def blocked(self) -> bool:
@@ -157,6 +163,7 @@ def _advice(request: ChatRequest, hook_texts: list[str]) -> Advice:
     system = [m for m in request.messages[:1] if m.get("role") == "system"]
     adv = Advice.read(system, _base_prompt())
     adv.read_tools(request.tools, Path(__file__).parent / "harness")
+    adv.skill_weight = SKILL_WEIGHT
     for text in hook_texts:
         adv.add(text)
     return adv
@@ -420,11 +427,15 @@ class _Shopper:
         last = blocked_buys[-1]
         message = " ".join(last.advice)
         complies = self.p.u["block"] < BLOCK_RESPONSIVENESS
+        if last.rewritten:  # the action done in its place (an option clicked for it) says what the page needs
+            message = " ".join([*last.advice, str(last.executed)[6:-1] if str(last.executed).startswith("click[") else ""])
         asks_options = complies and (bool(CONCEPTS["select_options"].search(message)) or bool(_ASK_VALUES.search(message))
                                      or self.grounds(message, "select_options"))
         asks_back = complies and (bool(_GO_BACK.search(message)) or bool(CONCEPTS["budget"].search(message)))
         if self.over_budget(product) and (asks_back or self.follows("budget")):
             return self.click("< prev", "This product is over my budget; let me go back to the results.")
+        if self.stubborn():
+            return self.click("buy now", "Buying this product.")
         selected: dict[str, str] = {}
         for c in clicked:
             for g, vals in product.options:
@@ -447,6 +458,8 @@ class _Shopper:
             if empty:
                 pick = max(empty[0], key=lambda v: max((fuzz.token_set_ratio(v, g) for g in goal_option_values(self.goal)), default=0))
                 return self.click(pick, f"Selecting '{pick}' as asked.")
+            if len(blocked_buys) < MAX_SAME_BLOCK:
+                return self.click("buy now", "Every option is selected now; buying.")
         if asks_back:
             return self.click("< prev", "The purchase was refused; let me pick another product.")
         looked = sum(1 for t in self.turns_on_product() if t.value in ("features", "description"))
@@ -456,10 +469,14 @@ class _Shopper:
             return self.click("< prev", "I cannot buy this one; let me choose another product.")
         return None
 
+    def stubborn(self) -> bool:
+        """This episode, a refusal it does not follow is met by the same call again (``BLOCK_REPEAT``)."""
+        return self.p.u["block"] >= BLOCK_RESPONSIVENESS and self.p.u["repeat"] < BLOCK_REPEAT
+
     def guarded(self, reply: Message) -> Message:
-        """Never send a call refused twice on this very page again: do something else admissible."""
+        """Unless stubborn, never send a call refused twice on this very page again: do something else admissible."""
         calls = reply.get("tool_calls") or []
-        if not calls:
+        if not calls or self.stubborn():
             return reply
         call = ToolCall.from_message_call(calls[0])
         value = str(next(iter(call.arguments.values()), "")) if isinstance(call.arguments, dict) else ""
