@@ -567,12 +567,20 @@ def test_committed_submissions_keep_the_protocol_and_have_records() -> None:
     for path in subs:
         sub = load_submission(path)
         assert protocol_violation(sub.data) is None, path
-        assert status(ROOT / "leaderboards", sub, table_for(sub.data["env"]["id"], "sim")).state == "verified", path
+        table = table_for(sub.data["env"]["id"], sub.data["target"]["model"])
+        assert status(ROOT / "leaderboards", sub, table).state == "verified", path
 
 
-@pytest.mark.parametrize("path", sorted((ROOT / "leaderboards" / "submissions").glob("*.json")), ids=lambda p: p.stem)
+def _drift_guarded(path: Path) -> bool:
+    """Every sim entry; of the real-target (smol) entries, whose episode costs minutes on a CPU, the
+    template one (the baseline runs and a patched run of the shipped adapter)."""
+    return "-smol-" not in path.stem or path.stem.endswith("-template")
+
+
+@pytest.mark.parametrize("path", [p for p in sorted((ROOT / "leaderboards" / "submissions").glob("*.json"))
+                                  if _drift_guarded(p)], ids=lambda p: p.stem)
 def test_committed_entries_still_reproduce(path: Path) -> None:
-    """The first episode of every committed entry reproduces exactly (a drift guard; the full rerun is verify's)."""
+    """The first episode of a committed entry reproduces exactly (a drift guard; the full rerun is verify's)."""
     verdict = verify_submission(load_submission(path).data, limit=1)
     assert verdict.accepted, verdict.message
 
