@@ -426,7 +426,7 @@ class _Shopper:
         """
         last = blocked_buys[-1]
         message = " ".join(last.advice)
-        complies = self.p.u["block"] < BLOCK_RESPONSIVENESS
+        complies = self.complies()
         if last.rewritten:  # the action done in its place (an option clicked for it) says what the page needs
             message = " ".join([*last.advice, str(last.executed)[6:-1] if str(last.executed).startswith("click[") else ""])
         asks_options = complies and (bool(CONCEPTS["select_options"].search(message)) or bool(_ASK_VALUES.search(message))
@@ -469,9 +469,13 @@ class _Shopper:
             return self.click("< prev", "I cannot buy this one; let me choose another product.")
         return None
 
+    def complies(self) -> bool:
+        """This episode, it does what a refusal's message and the page allow (``BLOCK_RESPONSIVENESS``)."""
+        return self.p.u["block"] < BLOCK_RESPONSIVENESS
+
     def stubborn(self) -> bool:
         """This episode, a refusal it does not follow is met by the same call again (``BLOCK_REPEAT``)."""
-        return self.p.u["block"] >= BLOCK_RESPONSIVENESS and self.p.u["repeat"] < BLOCK_REPEAT
+        return not self.complies() and self.p.u["repeat"] < BLOCK_REPEAT
 
     def guarded(self, reply: Message) -> Message:
         """Unless stubborn, never send a call refused twice on this very page again: do something else admissible."""
