@@ -9,6 +9,8 @@ It reports, per env and per metric (Δ score, Δ success), Spearman's ρ between
 mean Δ, sign agreement (patches whose Δ has the same sign, |Δ| < ``--eps`` counting as 0),
 each target's batch-to-batch reliability (``reliability``: how well its own ranking of the panel
 reproduces on other tasks) and the ceiling that noise puts on ρ,
+with ``--held-out K``, the same statistics over batches ``K..N-1`` alone (batches a target was not
+calibrated on: ρ on the batches it was fitted to is in-sample and flatters it),
 the per-patch table (markdown and JSON: mean Δ with its paired 95% t-interval over the
 batches, and the tasks each patch fixed and broke — solved after but not before, and the
 reverse — summed over the batches) and a scatter plot (PNG). A target's scores are kept in
@@ -340,7 +342,12 @@ def table_md(env_id: str, a: str, b: str, batches: int, result: dict[str, Any], 
     out = [f"## {env_id}: {a} vs {b}, {batches} batches, {metric.replace('_', ' ')}",
            f"Spearman ρ = {s['spearman']:+.3f}, sign agreement = {s['sign_agreement']:.0%} over {s['n']} patches",
            f"Batch-to-batch reliability of the panel's ranking: {a} {_num(s.get('reliability_a'))}, {b} "
-           f"{_num(s.get('reliability_b'))}; ceiling on ρ from that noise {_num(s.get('ceiling'))}", "",
+           f"{_num(s.get('reliability_b'))}; ceiling on ρ from that noise {_num(s.get('ceiling'))}"]
+    if "held_out" in result:
+        h, k = result["held_out"]["stats"][metric], result["held_out"]["first_batch"]
+        out.append(f"Held out (batches {k}..{batches - 1}, not used to calibrate {a}): Spearman ρ = {_num(h['spearman'])}, "
+                   f"sign agreement = {h['sign_agreement']:.0%} over {h['n']} patches; ceiling {_num(h.get('ceiling'))}")
+    out += ["",
            f"| patch | family | {a} Δ | {b} Δ [95% CI] | {a} fixed/broke | {b} fixed/broke |", "|---|---|---|---|---|---|"]
     fmt = lambda v: "invalid" if v is None else f"{v:+.3f}"  # noqa: E731
 
@@ -394,6 +401,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batches", type=int, default=10, help="env seeds 0..N-1 scored by both targets")
     ap.add_argument("--eps", type=float, default=0.005, help="|Δ| below this counts as 0 for sign agreement")
     ap.add_argument("--out", type=Path, default=Path("runs/agreement"))
+    ap.add_argument("--held-out", type=int, default=0, metavar="K",
+                    help="also report the statistics over batches K..N-1 alone: those target A was not calibrated on")
     ap.add_argument("--only", default="", help="comma-separated name patterns (fnmatch): score only these panel patches")
     ap.add_argument("--score-one", help=argparse.SUPPRESS)
     ap.add_argument("--target-one", help=argparse.SUPPRESS)
@@ -415,6 +424,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"agreement: error: --env must name {sorted(ENV_IDS)} and --batches be >= 1 (got {bad or args.batches})",
               file=sys.stderr)
         return 2
+    if args.held_out and not 0 < args.held_out < args.batches:
+        print(f"agreement: error: --held-out K needs 0 < K < --batches (got K={args.held_out}, {args.batches} batches)",
+              file=sys.stderr)
+        return 2
     args.out.mkdir(parents=True, exist_ok=True)
     results: dict[str, dict[str, Any]] = {}
     md = []
@@ -429,20 +442,27 @@ def main(argv: list[str] | None = None) -> int:
             print(f"agreement: error: scoring {bench} failed (a target the factory does not know? see above)", file=sys.stderr)
             return 1
         res = summarize(panel, a, b, args.eps)
+        if args.held_out:
+            res["held_out"] = {"first_batch": args.held_out,
+                               "stats": summarize(panel, a[args.held_out:], b[args.held_out:], args.eps)["stats"]}
         results[bench] = res
         # DBBench and ALFWorld rewards are 0/1: their Δ success is their Δ score
         for metric in ("delta_score", "delta_success") if bench == "webshop" else ("delta_score",):
             md.append(table_md(ENV_IDS[bench], args.a, args.b, args.batches, res, metric))
             print(md[-1].split("\n\n")[0])
     (args.out / "agreement.json").write_text(json.dumps({"a": args.a, "b": args.b, "batches": args.batches,
+                                                         "held_out": args.held_out or None,
                                                          "results": results}, indent=1), encoding="utf-8")
     (args.out / "agreement.md").write_text("\n\n".join(md) + "\n", encoding="utf-8")
     for metric in ("delta_score", "delta_success"):
         png = plot(results, args.a, args.b, metric, args.out / f"agreement_{metric}.png")
         if png:
             print(f"plot: {png}")
-    print("summary:", json.dumps({b: {m: {k: round(v, 3) for k, v in s.items()} for m, s in r["stats"].items()}
-                                  for b, r in results.items()}))
+    rounded = lambda stats: {m: {k: round(v, 3) for k, v in s.items()} for m, s in stats.items()}  # noqa: E731
+    print("summary:", json.dumps({b: rounded(r["stats"]) for b, r in results.items()}))
+    if args.held_out:
+        print(f"held out (batches {args.held_out}..{args.batches - 1}):",
+              json.dumps({b: rounded(r["held_out"]["stats"]) for b, r in results.items()}))
     return 0
 
 

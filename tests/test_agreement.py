@@ -163,3 +163,24 @@ def test_only_keeps_the_named_patches_and_rejects_a_pattern_that_matches_none() 
     assert sum(n.startswith("trigger-") for n in names) == 6 and len(names) == 8
     with pytest.raises(SystemExit, match="matches no dbbench panel patch"):
         ag.build_panel("dbbench", ["no-such-patch"])
+
+
+def test_held_out_batches_are_summarized_alone(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A sim calibrated on the first K batches is judged on the rest: ``--held-out K`` reports the
+    statistics over batches K..N-1 alone, beside those over all; a K outside 1..N-1 is refused."""
+    out = str(tmp_path)
+    assert ag.main(["--env", "dbbench", "--b", "sim:flaws=off", "--batches", "2", "--held-out", "1", "--out", out]) == 0
+    data = json.loads((tmp_path / "agreement.json").read_text())
+    res = data["results"]["dbbench"]
+    assert data["held_out"] == 1 and res["held_out"]["first_batch"] == 1
+    kept_a = ag._load_kept(tmp_path / "scores_dbbench_a.json", "sim")
+    kept_b = ag._load_kept(tmp_path / "scores_dbbench_b.json", "sim:flaws=off")
+    panel = json.loads((tmp_path / "panel_dbbench.json").read_text())
+    second = lambda kept: [[kept[ag._text_sha(p["text"])][1] for p in panel]]  # noqa: E731
+    alone = ag.summarize(panel, second(kept_a), second(kept_b), 0.005)["stats"]["delta_score"]
+    assert res["held_out"]["stats"]["delta_score"]["spearman"] == pytest.approx(alone["spearman"], nan_ok=True)
+    assert "Held out (batches 1..1, not used to calibrate sim)" in (tmp_path / "agreement.md").read_text()
+    assert "held out (batches 1..1)" in capsys.readouterr().out
+    for k in ("2", "-1"):
+        assert ag.main(["--env", "dbbench", "--batches", "2", "--held-out", k, "--out", out]) == 2
+    assert "--held-out K needs 0 < K < --batches" in capsys.readouterr().err
