@@ -321,3 +321,17 @@ def test_eval_only_names_a_point_the_run_has(tmp_path):
     with pytest.raises(ConfigError, match=r"no such point; it has \['ckpt-18'\]"):
         ev.curve("webshop", run, 2, "test", base=False, only=["adapter"])
     assert ev.main(["--benchmark", "webshop", "--run", str(run), "--no-base", "--only", "adapter"]) == 2
+
+
+@pytest.mark.parametrize("benchmark", ["dbbench", "webshop", "alfworld"])
+def test_eval_defaults_to_each_benchmarks_own_validation_split(tmp_path, monkeypatch, benchmark):
+    """``smol eval --benchmark alfworld`` without ``--split`` measures ALFWorld's ``valid_seen`` (it has
+    no ``valid``), the others their ``valid``; each default split has tasks."""
+    from harness_gym.evaluation.benchmarks import get_benchmark
+    from harness_gym.smol import evaluate as ev
+
+    seen = []
+    monkeypatch.setattr(ev, "curve", lambda b, run, n, split, **kw: seen.append(split) or {"points": []})
+    assert ev.main(["--benchmark", benchmark, "--run", str(tmp_path)]) == 0
+    assert seen == [ev.VALID_SPLITS[benchmark]]
+    assert get_benchmark(benchmark).load_tasks(seen[0], None)

@@ -24,6 +24,9 @@ from typing import Any
 from harness_gym.errors import ConfigError, HarnessGymError
 
 ENGINES = ("hf", "vllm")
+# each benchmark's validation split, the default of ``--split`` (ALFWorld has two; the seen floor plans are the
+# in-distribution one, as ``valid`` is for the generated DBBench and WebShop splits)
+VALID_SPLITS = {"dbbench": "valid", "webshop": "valid", "alfworld": "valid_seen"}
 
 
 def evaluate_model(benchmark: str, model_dir: Path, n_tasks: int, split: str, *, max_tokens: int = 256,
@@ -137,7 +140,7 @@ def make_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m harness_gym.smol eval", description=__doc__.split("\n")[0])
     p.add_argument("--benchmark", required=True, choices=["dbbench", "webshop", "alfworld"])
     p.add_argument("--run", type=Path, required=True, help="a `smol train --out` folder")
-    p.add_argument("--split", default="valid")
+    p.add_argument("--split", default=None, help="default: the benchmark's validation split (valid; ALFWorld valid_seen)")
     p.add_argument("--tasks", type=int, default=10)
     p.add_argument("--no-base", action="store_true", help="skip the untrained base model point")
     p.add_argument("--only", default=None, help="comma-separated point names (base, ckpt-N, adapter)")
@@ -154,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
         print("smol eval: error: --tasks must be >= 1", file=sys.stderr)
         return 2
     try:
-        res = curve(args.benchmark, args.run, args.tasks, args.split, base=not args.no_base, max_tokens=args.max_tokens,
+        res = curve(args.benchmark, args.run, args.tasks, args.split or VALID_SPLITS[args.benchmark], base=not args.no_base, max_tokens=args.max_tokens,
                     threads=args.threads, only=[s.strip() for s in args.only.split(",")] if args.only else None,
                     max_rounds=args.max_rounds, engine=args.engine)
     except HarnessGymError as exc:
