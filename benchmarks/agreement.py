@@ -7,10 +7,12 @@ guards of the Harness-R1 demo's kind and trigger-word-only lines (``benchmarks/p
 is scored on the same batches (env seeds ``0..batches-1``) by target A and target B.
 It reports, per env and per metric (Δ score, Δ success), Spearman's ρ between A's and B's
 mean Δ, sign agreement (patches whose Δ has the same sign, |Δ| < ``--eps`` counting as 0),
-each target's batch-to-batch reliability (``reliability``: how well its own ranking of the panel
-reproduces on other tasks) and the ceiling that noise puts on ρ,
-with ``--held-out K``, the same statistics over batches ``K..N-1`` alone (batches a target was not
-calibrated on: ρ on the batches it was fitted to is in-sample and flatters it),
+how well each target's own ranking of the panel reproduces on other tasks (``batch_rho``: the mean
+ρ between its batches; ``reliability``: that of the mean of all batches) and the ceiling that noise
+puts on ρ,
+with ``--held-out K``, the same statistics over batches ``K..N-1`` alone (for batches a sim was not
+calibrated on: ρ on the batches it was fitted to is in-sample and flatters it; which batches
+those are is the user's claim, and the JSON records the sim's code key so it can be audited),
 the per-patch table (markdown and JSON: mean Δ with its paired 95% t-interval over the
 batches, and the tasks each patch fixed and broke — solved after but not before, and the
 reverse — summed over the batches) and a scatter plot (PNG). A target's scores are kept in
@@ -310,16 +312,15 @@ def summarize(panel: list[dict], a: list[list[dict]], b: list[list[dict]], eps: 
         ceiling = math.sqrt(rel_a * rel_b) if rel_a > 0 and rel_b > 0 else float("nan")
         stats[m] = {"spearman": spearman(xa, xb) if len(valid) > 2 else float("nan"),
                     "sign_agreement": agree / len(valid) if valid else float("nan"), "n": len(valid),
+                    "batch_rho_a": batch_rho(a, m), "batch_rho_b": batch_rho(b, m),
                     "reliability_a": rel_a, "reliability_b": rel_b, "ceiling": ceiling}
     return {"rows": rows, "stats": stats}
 
 
-def reliability(scores: list[list[dict]], metric: str) -> float:
-    """How well one target's panel ranking reproduces on other tasks: the mean Spearman ρ between
-    its batches' Δs (over the patches valid in every batch), stepped up to the mean of all
-    batches by Spearman–Brown (``k r / (1 + (k - 1) r)``). NaN with fewer than two batches or
-    three patches. Two targets' ρ cannot be expected above ``sqrt(rel_a * rel_b)`` (the
-    ``ceiling``): what their batch-to-batch noise leaves of a perfect agreement."""
+def batch_rho(scores: list[list[dict]], metric: str) -> float:
+    """How well one target's panel ranking reproduces from one batch to another: the mean Spearman ρ
+    between its batches' Δs (over the patches valid in every batch). NaN with fewer than two batches
+    or three patches."""
     k = len(scores)
     keep = [i for i in range(len(scores[0]) if scores else 0) if all(batch[i]["valid"] for batch in scores)]
     if k < 2 or len(keep) < 3:
@@ -327,10 +328,28 @@ def reliability(scores: list[list[dict]], metric: str) -> float:
     cols = [[batch[i][metric] for i in keep] for batch in scores]
     pairs = [spearman(cols[i], cols[j]) for i in range(k) for j in range(i + 1, k)]
     pairs = [r for r in pairs if not math.isnan(r)]
-    if not pairs:
-        return float("nan")
-    r = sum(pairs) / len(pairs)
-    return k * r / (1 + (k - 1) * r) if 1 + (k - 1) * r > 0 else float("nan")
+    return sum(pairs) / len(pairs) if pairs else float("nan")
+
+
+def reliability(scores: list[list[dict]], metric: str) -> float:
+    """The reliability of the mean of all batches' ranking: ``batch_rho`` stepped up by
+    Spearman–Brown (``k r / (1 + (k - 1) r)``); a ``batch_rho`` of 0 or below is returned as it is
+    (no agreement to step up). Two targets' ρ cannot be expected above ``sqrt(rel_a * rel_b)`` (the
+    ``ceiling``): what their batch-to-batch noise leaves of a perfect agreement."""
+    r, k = batch_rho(scores, metric), len(scores)
+    return r if math.isnan(r) or r <= 0 else k * r / (1 + (k - 1) * r)
+
+
+def _json_safe(obj: Any) -> Any:
+    """``obj`` with every NaN (a statistic that does not exist: one batch's reliability, a constant
+    side's ρ) as ``None``, so the JSON is valid for strict parsers."""
+    if isinstance(obj, float) and math.isnan(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: _json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_json_safe(v) for v in obj]
+    return obj
 
 
 def _num(x: float | None) -> str:
@@ -341,11 +360,12 @@ def table_md(env_id: str, a: str, b: str, batches: int, result: dict[str, Any], 
     s = result["stats"][metric]
     out = [f"## {env_id}: {a} vs {b}, {batches} batches, {metric.replace('_', ' ')}",
            f"Spearman ρ = {s['spearman']:+.3f}, sign agreement = {s['sign_agreement']:.0%} over {s['n']} patches",
-           f"Batch-to-batch reliability of the panel's ranking: {a} {_num(s.get('reliability_a'))}, {b} "
+           f"The panel's ranking batch to batch (mean ρ): {a} {_num(s.get('batch_rho_a'))}, {b} {_num(s.get('batch_rho_b'))}; "
+           f"reliability of the {batches}-batch mean: {a} {_num(s.get('reliability_a'))}, {b} "
            f"{_num(s.get('reliability_b'))}; ceiling on ρ from that noise {_num(s.get('ceiling'))}"]
     if "held_out" in result:
         h, k = result["held_out"]["stats"][metric], result["held_out"]["first_batch"]
-        out.append(f"Held out (batches {k}..{batches - 1}, not used to calibrate {a}): Spearman ρ = {_num(h['spearman'])}, "
+        out.append(f"Batches {k}..{batches - 1} alone (--held-out {k}): Spearman ρ = {_num(h['spearman'])}, "
                    f"sign agreement = {h['sign_agreement']:.0%} over {h['n']} patches; ceiling {_num(h.get('ceiling'))}")
     out += ["",
            f"| patch | family | {a} Δ | {b} Δ [95% CI] | {a} fixed/broke | {b} fixed/broke |", "|---|---|---|---|---|---|"]
@@ -401,7 +421,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batches", type=int, default=10, help="env seeds 0..N-1 scored by both targets")
     ap.add_argument("--eps", type=float, default=0.005, help="|Δ| below this counts as 0 for sign agreement")
     ap.add_argument("--out", type=Path, default=Path("runs/agreement"))
-    ap.add_argument("--held-out", type=int, default=0, metavar="K",
+    ap.add_argument("--held-out", type=int, default=None, metavar="K",
                     help="also report the statistics over batches K..N-1 alone: those target A was not calibrated on")
     ap.add_argument("--only", default="", help="comma-separated name patterns (fnmatch): score only these panel patches")
     ap.add_argument("--score-one", help=argparse.SUPPRESS)
@@ -424,7 +444,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"agreement: error: --env must name {sorted(ENV_IDS)} and --batches be >= 1 (got {bad or args.batches})",
               file=sys.stderr)
         return 2
-    if args.held_out and not 0 < args.held_out < args.batches:
+    if args.held_out is not None and not 0 < args.held_out < args.batches:
         print(f"agreement: error: --held-out K needs 0 < K < --batches (got K={args.held_out}, {args.batches} batches)",
               file=sys.stderr)
         return 2
@@ -442,7 +462,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"agreement: error: scoring {bench} failed (a target the factory does not know? see above)", file=sys.stderr)
             return 1
         res = summarize(panel, a, b, args.eps)
-        if args.held_out:
+        if args.held_out is not None:
             res["held_out"] = {"first_batch": args.held_out,
                                "stats": summarize(panel, a[args.held_out:], b[args.held_out:], args.eps)["stats"]}
         results[bench] = res
@@ -450,9 +470,11 @@ def main(argv: list[str] | None = None) -> int:
         for metric in ("delta_score", "delta_success") if bench == "webshop" else ("delta_score",):
             md.append(table_md(ENV_IDS[bench], args.a, args.b, args.batches, res, metric))
             print(md[-1].split("\n\n")[0])
-    (args.out / "agreement.json").write_text(json.dumps({"a": args.a, "b": args.b, "batches": args.batches,
-                                                         "held_out": args.held_out or None,
-                                                         "results": results}, indent=1), encoding="utf-8")
+    (args.out / "agreement.json").write_text(json.dumps(_json_safe({"a": args.a, "b": args.b, "batches": args.batches,
+                                                         "held_out": args.held_out, "a_key": _kept_key(args.a),
+                                                         "b_key": _kept_key(args.b),
+                                                         "results": results}), indent=1, allow_nan=False),
+                                             encoding="utf-8")
     (args.out / "agreement.md").write_text("\n\n".join(md) + "\n", encoding="utf-8")
     for metric in ("delta_score", "delta_success"):
         png = plot(results, args.a, args.b, metric, args.out / f"agreement_{metric}.png")
@@ -460,7 +482,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"plot: {png}")
     rounded = lambda stats: {m: {k: round(v, 3) for k, v in s.items()} for m, s in stats.items()}  # noqa: E731
     print("summary:", json.dumps({b: rounded(r["stats"]) for b, r in results.items()}))
-    if args.held_out:
+    if args.held_out is not None:
         print(f"held out (batches {args.held_out}..{args.batches - 1}):",
               json.dumps({b: rounded(r["held_out"]["stats"]) for b, r in results.items()}))
     return 0

@@ -33,6 +33,9 @@ def test_reliability_is_the_batches_agreement_with_each_other_and_bounds_rho() -
     # two batches whose rankings agree at rho 0.8: the mean of both at 2·0.8/1.8
     two = [[cell(x) for x in (1, 2, 3, 4, 5)], [cell(x) for x in (2, 1, 4, 3, 5)]]
     assert ag.reliability(two, "delta_score") == pytest.approx(2 * 0.8 / 1.8)
+    assert ag.batch_rho(two, "delta_score") == pytest.approx(0.8)
+    reversed_ = [two[0], [cell(x) for x in (5, 4, 3, 2, 1)]]  # no agreement: returned as it is, not stepped up
+    assert ag.batch_rho(reversed_, "delta_score") == ag.reliability(reversed_, "delta_score") == pytest.approx(-1.0)
     assert ag.reliability(two[:1], "delta_score") != ag.reliability(two[:1], "delta_score")  # one batch: NaN
     # a patch invalid in one batch is left out of every batch
     holed = [row[:] for row in two]
@@ -165,22 +168,39 @@ def test_only_keeps_the_named_patches_and_rejects_a_pattern_that_matches_none() 
         ag.build_panel("dbbench", ["no-such-patch"])
 
 
-def test_held_out_batches_are_summarized_alone(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """A sim calibrated on the first K batches is judged on the rest: ``--held-out K`` reports the
-    statistics over batches K..N-1 alone, beside those over all; a K outside 1..N-1 is refused."""
+def test_held_out_batches_are_summarized_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """``--held-out K`` reports the statistics over batches K..N-1 alone (the batches a sim was not
+    fitted on), beside those over all; without it there is no such entry; K outside 1..N-1 is refused;
+    the JSON is strict (a statistic that does not exist is null, not NaN)."""
+    panel = [{"name": f"p{i}", "family": "x", "text": f"t{i}"} for i in range(5)]
+    cell = lambda d: {"valid": True, "delta_score": d, "delta_success": -d, "fixed": 0, "broke": 0}  # noqa: E731
+    # batch 0: A and B agree exactly; batches 1-2: B reverses A's order
+    a = [[cell(x) for x in (0.1, 0.2, 0.3, 0.4, 0.5)]] * 3
+    b = [[cell(x) for x in (0.1, 0.2, 0.3, 0.4, 0.5)], [cell(x) for x in (0.5, 0.4, 0.3, 0.2, 0.1)],
+         [cell(x) for x in (0.5, 0.4, 0.3, 0.1, 0.2)]]
+    monkeypatch.setattr(ag, "build_panel", lambda bench, only=None: panel)
+    monkeypatch.setattr(ag, "score_in_subprocess", lambda bench, target, pf, n, out: (a if target == "sim" else b)[:n])
     out = str(tmp_path)
-    assert ag.main(["--env", "dbbench", "--b", "sim:flaws=off", "--batches", "2", "--held-out", "1", "--out", out]) == 0
-    data = json.loads((tmp_path / "agreement.json").read_text())
+    assert ag.main(["--env", "dbbench", "--b", "other", "--batches", "3", "--held-out", "1", "--out", out]) == 0
+    data = json.loads((tmp_path / "agreement.json").read_text(), parse_constant=lambda c: pytest.fail(f"bare {c} in JSON"))
     res = data["results"]["dbbench"]
-    assert data["held_out"] == 1 and res["held_out"]["first_batch"] == 1
-    kept_a = ag._load_kept(tmp_path / "scores_dbbench_a.json", "sim")
-    kept_b = ag._load_kept(tmp_path / "scores_dbbench_b.json", "sim:flaws=off")
-    panel = json.loads((tmp_path / "panel_dbbench.json").read_text())
-    second = lambda kept: [[kept[ag._text_sha(p["text"])][1] for p in panel]]  # noqa: E731
-    alone = ag.summarize(panel, second(kept_a), second(kept_b), 0.005)["stats"]["delta_score"]
-    assert res["held_out"]["stats"]["delta_score"]["spearman"] == pytest.approx(alone["spearman"], nan_ok=True)
-    assert "Held out (batches 1..1, not used to calibrate sim)" in (tmp_path / "agreement.md").read_text()
-    assert "held out (batches 1..1)" in capsys.readouterr().out
-    for k in ("2", "-1"):
-        assert ag.main(["--env", "dbbench", "--batches", "2", "--held-out", k, "--out", out]) == 2
+    assert data["held_out"] == 1 and res["held_out"]["first_batch"] == 1 and data["a_key"].startswith("sim@code-")
+    for m in ("delta_score", "delta_success"):
+        held, whole = res["held_out"]["stats"][m], res["stats"][m]
+        expect = ag.summarize(panel, a[1:], b[1:], 0.005)["stats"][m]
+        assert held["spearman"] == pytest.approx(expect["spearman"]) == pytest.approx(-0.975, abs=1e-3)
+        assert held["sign_agreement"] == expect["sign_agreement"] and held["n"] == 5
+        assert held["reliability_b"] == pytest.approx(expect["reliability_b"]) and held["ceiling"] is not None
+        assert whole["spearman"] != pytest.approx(held["spearman"])
+    assert "Batches 1..2 alone (--held-out 1): Spearman ρ = -0.97" in (tmp_path / "agreement.md").read_text()
+    assert "held out (batches 1..2)" in capsys.readouterr().out
+    assert ag.main(["--env", "dbbench", "--b", "other", "--batches", "3", "--held-out", "2", "--out", out]) == 0
+    single = json.loads((tmp_path / "agreement.json").read_text())["results"]["dbbench"]["held_out"]["stats"]["delta_score"]
+    assert single["reliability_a"] is None and single["ceiling"] is None  # one batch: no reliability, null not NaN
+    assert ag.main(["--env", "dbbench", "--b", "other", "--batches", "3", "--out", out]) == 0
+    assert "held_out" not in json.loads((tmp_path / "agreement.json").read_text())["results"]["dbbench"]
+    capsys.readouterr()
+    for k in ("3", "0", "-1"):
+        assert ag.main(["--env", "dbbench", "--batches", "3", "--held-out", k, "--out", out]) == 2
     assert "--held-out K needs 0 < K < --batches" in capsys.readouterr().err

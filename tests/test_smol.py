@@ -335,3 +335,4 @@ def test_eval_defaults_to_each_benchmarks_own_validation_split(tmp_path, monkeyp
     assert ev.main(["--benchmark", benchmark, "--run", str(tmp_path)]) == 0
     assert seen == [ev.VALID_SPLITS[benchmark]]
     assert get_benchmark(benchmark).load_tasks(seen[0], None)
+    assert ev.main(["--benchmark", benchmark, "--run", str(tmp_path), "--split", "test"]) == 0 and seen[-1] == "test"

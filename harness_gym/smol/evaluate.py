@@ -6,8 +6,8 @@ benchmark's default harness at temperature 0 (greedy) through the ``hf`` backend
 default path of ``target="smol:<benchmark>"``) or, with ``--engine vllm``, vLLM (paged KV
 cache and prefix caching: much faster on long multi-turn episodes; ~30 s engine start per
 point); ``--max-tokens`` caps each reply and ``--max-rounds``
-lowers the round budget for a cheaper lower bound (both recorded with each point). Writes ``curve.json`` (per point: step, tokens seen,
-success rate, per-task outcomes, seconds) and ``curve.png`` when matplotlib is installed.
+lowers the round budget for a cheaper lower bound (both recorded with each point). Writes ``curve_<split>.json`` (per point: step,
+tokens seen, success rate, per-task outcomes, seconds) and ``curve_<split>.png`` when matplotlib is installed.
 Checkpoints are merged into a temporary folder, removed afterwards.
 """
 from __future__ import annotations
