@@ -308,11 +308,12 @@ def summarize(panel: list[dict], a: list[list[dict]], b: list[list[dict]], eps: 
     for m in ("delta_score", "delta_success"):
         xa, xb = [r[f"a_{m}"] for r in valid], [r[f"b_{m}"] for r in valid]
         agree = sum(1 for x, y in zip(xa, xb) if sign(x, eps) == sign(y, eps))
-        rel_a, rel_b = reliability(a, m), reliability(b, m)
+        rho_a, rho_b = batch_rho(a, m), batch_rho(b, m)
+        rel_a, rel_b = step_up(rho_a, len(a)), step_up(rho_b, len(b))
         ceiling = math.sqrt(rel_a * rel_b) if rel_a > 0 and rel_b > 0 else float("nan")
         stats[m] = {"spearman": spearman(xa, xb) if len(valid) > 2 else float("nan"),
                     "sign_agreement": agree / len(valid) if valid else float("nan"), "n": len(valid),
-                    "batch_rho_a": batch_rho(a, m), "batch_rho_b": batch_rho(b, m),
+                    "batch_rho_a": rho_a, "batch_rho_b": rho_b,
                     "reliability_a": rel_a, "reliability_b": rel_b, "ceiling": ceiling}
     return {"rows": rows, "stats": stats}
 
@@ -336,7 +337,12 @@ def reliability(scores: list[list[dict]], metric: str) -> float:
     Spearman–Brown (``k r / (1 + (k - 1) r)``); a ``batch_rho`` of 0 or below is returned as it is
     (no agreement to step up). Two targets' ρ cannot be expected above ``sqrt(rel_a * rel_b)`` (the
     ``ceiling``): what their batch-to-batch noise leaves of a perfect agreement."""
-    r, k = batch_rho(scores, metric), len(scores)
+    return step_up(batch_rho(scores, metric), len(scores))
+
+
+def step_up(r: float, k: int) -> float:
+    """Spearman–Brown: the reliability of the mean of ``k`` batches whose pairwise agreement is ``r``
+    (``r`` itself when it is NaN, 0 or below)."""
     return r if math.isnan(r) or r <= 0 else k * r / (1 + (k - 1) * r)
 
 

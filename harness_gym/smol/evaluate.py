@@ -138,7 +138,7 @@ def _plot(result: dict[str, Any], path: Path) -> None:
 
 def make_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m harness_gym.smol eval", description=__doc__.split("\n")[0])
-    p.add_argument("--benchmark", required=True, choices=["dbbench", "webshop", "alfworld"])
+    p.add_argument("--benchmark", required=True, choices=list(VALID_SPLITS))
     p.add_argument("--run", type=Path, required=True, help="a `smol train --out` folder")
     p.add_argument("--split", default=None, help="default: the benchmark's validation split (valid; ALFWorld valid_seen)")
     p.add_argument("--tasks", type=int, default=10)
@@ -157,7 +157,8 @@ def main(argv: list[str] | None = None) -> int:
         print("smol eval: error: --tasks must be >= 1", file=sys.stderr)
         return 2
     try:
-        res = curve(args.benchmark, args.run, args.tasks, args.split or VALID_SPLITS[args.benchmark], base=not args.no_base, max_tokens=args.max_tokens,
+        split = args.split or VALID_SPLITS[args.benchmark]
+        res = curve(args.benchmark, args.run, args.tasks, split, base=not args.no_base, max_tokens=args.max_tokens,
                     threads=args.threads, only=[s.strip() for s in args.only.split(",")] if args.only else None,
                     max_rounds=args.max_rounds, engine=args.engine)
     except HarnessGymError as exc:
