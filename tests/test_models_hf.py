@@ -277,3 +277,58 @@ def test_a_reply_longer_than_the_first_allocation_grows_the_cache(random_dir: Pa
     want = _reference(random_dir, backend, prompts, budgets)
     assert len(want[0]) > 256 + 100  # the untrained model rarely stops: the reply outruns the first allocation
     assert backend._decode(prompts, reqs, budgets) == want
+
+
+def test_split_batch_keeps_each_part_within_the_memory_estimate() -> None:
+    """``split_batch`` on SmolLM2-135M's shape at float32: 64 WebShop histories of ~3,000 tokens (+256 reply) run as
+    28 + 28 + 8 under the default 8,192 MB, 20 rows (a 10-task batch and its patched twins) run whole, ``max_batch``
+    still caps rows, and a row too large for the budget runs alone rather than not at all."""
+    import torch
+    import transformers
+
+    from harness_gym.models.hf import HFConfig, _kv_bytes, split_batch
+
+    smol = transformers.LlamaConfig(hidden_size=576, num_hidden_layers=30, num_attention_heads=9, num_key_value_heads=3)
+    per_position = 2 * _kv_bytes(smol, torch.float32)
+    assert per_position == 2 * 2 * 30 * 3 * 64 * 4
+    limit = HFConfig(path="x").batch_mb * 2**20 // per_position
+    assert split_batch([3256] * 64, 64, limit) == [(0, 28), (28, 56), (56, 64)]
+    assert split_batch([3256] * 20, 64, limit) == [(0, 20)]
+    assert split_batch([100] * 10, 4, limit) == [(0, 4), (4, 8), (8, 10)]
+    # the longest row so far decides: a long row after short ones closes the part before it
+    assert split_batch([10, 10, 10, 40, 10], 64, 80) == [(0, 3), (3, 5)]
+    assert split_batch([500, 10, 10], 64, 80) == [(0, 1), (1, 3)]
+    assert split_batch([], 64, limit) == []
+    assert all(b - a <= 64 and (b - a == 1 or (b - a) * 3256 <= limit) for a, b in split_batch([3256] * 200, 64, limit))
+
+
+def test_a_batch_over_batch_mb_runs_in_parts_with_each_parts_replies(random_dir: Path) -> None:
+    """With a small ``batch_mb`` the backend decodes consecutive parts (stats record each), and every reply is the one
+    that part's batch gives on its own; ``batch_mb=0`` is refused in one line."""
+    from harness_gym.errors import ConfigError
+    from harness_gym.models.factory import make_backend
+    from harness_gym.models.hf import HFBackend, HFConfig, split_batch
+
+    budgets = [12, 3, 12, 7, 12, 5]
+    reqs = [ChatRequest(_conversation(k), TOOLS, Sampling(max_tokens=b), seed=k) for k, b in enumerate(budgets)]
+    whole = HFBackend(HFConfig(path=str(random_dir), prefix_cache=False))
+    prompts, budgets = _prompts(whole, reqs)
+    per_mb = 2**20 // whole._position_bytes
+    longest = max(len(p) + b for p, b in zip(prompts, budgets))
+    batch_mb = -(-2 * longest // per_mb)  # room for about two of the longest rows
+    parts = split_batch([len(p) + b for p, b in zip(prompts, budgets)], 64, batch_mb * per_mb)
+    assert 2 < len(parts) < len(reqs) and whole.parts(prompts, reqs) == [(0, len(reqs))]
+    small = HFBackend(HFConfig(path=str(random_dir), prefix_cache=False, batch_mb=batch_mb))
+    assert small.parts(prompts, reqs) == parts
+    got = small.generate_sync(reqs)
+    assert small.stats.batch_sizes == [b - a for a, b in parts]
+    stops = whole.formatter.stop_ids
+    want = [reply_from_text(whole.formatter.decode(_until(w, stops)), r.seed)
+            for a, b in parts for w, r in zip(whole._decode(prompts[a:b], reqs[a:b], budgets[a:b]), reqs[a:b])]
+    assert got == want
+    with pytest.raises(ConfigError, match="batch_mb must be >= 1"):
+        make_backend(f"hf:{random_dir}?batch_mb=0")
+
+
+def _until(toks: list[int], stops: list[int]) -> list[int]:
+    return next((toks[:k] for k, t in enumerate(toks) if t in stops), toks)

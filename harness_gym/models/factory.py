@@ -3,7 +3,8 @@
 - ``sim`` — the simulated target (CPU, no extras);
 - ``smol`` / ``smol:<benchmark>[?adapter=…&engine=hf|vllm&…]`` — SmolLM2-135M-Instruct with a
   trained LoRA adapter (``harness_gym/smol/target.py``): ``smol`` alone is the env's benchmark;
-- ``hf:<path>[?key=value&…]`` — transformers (``HFConfig``: max_tokens, max_batch, dtype, device, threads);
+- ``hf:<path>[?key=value&…]`` — transformers (``HFConfig``: max_tokens, max_batch, batch_mb, dtype, device,
+  threads, prefix_cache, prefix_min, cache_mb);
 - ``vllm:<path>[?…]`` — vLLM's in-process engine (``VLLMConfig``: max_tokens, max_model_len,
   gpu_memory_utilization, dtype, enforce_eager, max_num_seqs);
 - ``openai:<base_url>#<model>[?…]`` — an OpenAI-compatible server (``OpenAIConfig``: max_tokens,
