@@ -336,3 +336,19 @@ def test_eval_defaults_to_each_benchmarks_own_validation_split(tmp_path, monkeyp
     assert seen == [ev.VALID_SPLITS[benchmark]]
     assert get_benchmark(benchmark).load_tasks(seen[0], None)
     assert ev.main(["--benchmark", benchmark, "--run", str(tmp_path), "--split", "test"]) == 0 and seen[-1] == "test"
+
+
+@pytest.mark.parametrize("benchmark", ["dbbench", "webshop", "alfworld"])
+def test_eval_refuses_an_unknown_split_before_merging_anything(tmp_path, monkeypatch, capsys, benchmark):
+    """``smol eval --split validation`` is a one-line error naming the splits, before a checkpoint is merged
+    (merging costs a minute; the error used to come after it)."""
+    from harness_gym.smol import evaluate as ev
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "train_manifest.json").write_text(json.dumps({"steps": 4, "tokens_seen": 400, "checkpoints": []}))
+    merged = []
+    monkeypatch.setattr(smol_target, "merged_dir", lambda *a, **k: merged.append(a) or tmp_path)
+    assert ev.main(["--benchmark", benchmark, "--run", str(run), "--split", "validation", "--no-base"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert merged == [] and "\n" not in err and "'validation'" in err and "test" in err

@@ -75,9 +75,11 @@ def eval_harness(harness: Any, max_rounds: int | None) -> Any:
 def curve(benchmark: str, run: Path, n_tasks: int, split: str, *, base: bool = True, max_tokens: int = 256,
           threads: int | None = None, only: list[str] | None = None, max_rounds: int | None = None,
           engine: str = "hf") -> dict[str, Any]:
+    from harness_gym.evaluation.benchmarks import get_benchmark
     from harness_gym.models.gguf import smollm2_dir
     from harness_gym.smol.target import merged_dir
 
+    get_benchmark(benchmark).load_tasks(split, None)  # an unknown split fails here, before any model is merged
     manifest_file = run / "train_manifest.json"
     if not manifest_file.is_file():
         raise ConfigError(f"{manifest_file} not found: run python -m harness_gym.smol train --out {run} first")
