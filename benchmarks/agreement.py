@@ -402,7 +402,7 @@ def plot(results: dict[str, dict[str, Any]], a: str, b: str, metric: str, path: 
         for k, fam in enumerate(fams):
             pts = [r for r in rows if r["family"].split(":")[0] == fam]
             ax.scatter([r[f"a_{metric}"] for r in pts], [r[f"b_{metric}"] for r in pts], label=fam, s=24,
-                       marker="osD^v<>Px*h"[k % 11], alpha=0.8)
+                       marker="osD^v<>Px*h"[k % 11], color=plt.get_cmap("tab20")(k % 20), alpha=0.8)
         lo = min([0.0] + [min(r[f"a_{metric}"], r[f"b_{metric}"]) for r in rows]) - 0.02
         hi = max([0.0] + [max(r[f"a_{metric}"], r[f"b_{metric}"]) for r in rows]) + 0.02
         ax.plot([lo, hi], [lo, hi], color="grey", linewidth=0.8)
