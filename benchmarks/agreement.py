@@ -24,6 +24,10 @@ keyed by the package's code too, so a changed sim is rescored rather than read b
 scored in one call against that call's baseline, so a patch added later is compared with a
 rerun of the baseline — exact on the sim, within the target's noise on a batched real one.
 
+``--transcripts`` also keeps every episode of each batch a run scores (the baseline's and each patch's
+messages and hook events, ``transcripts_<env>_<a|b>/batch<s>.jsonl.gz``): what a target did under a
+patch, for reading why the two targets disagree.
+
 Targets are the env's ``target`` strings (``sim``, ``hf:…``, ``vllm:…``, ``openai:…``, and
 ``smol`` once the factory knows it — issue 12), plus two stand-ins for when no real target
 is available: ``sim:flaws=off`` (the sim with every flaw's probability set to 0) and
@@ -121,11 +125,14 @@ Rows = dict[str, list[dict[str, Any]]]  # per patch (sha256 of its text): its ro
 
 
 def score(benchmark: str, target: str, texts: list[str], batches: int, kept: Rows,
-          save: Callable[[Rows], None] | None = None) -> Rows:
+          save: Callable[[Rows], None] | None = None, transcripts: Path | None = None,
+          names: list[str] | None = None) -> Rows:
     """Score each patch on env seeds 0..batches-1 that ``kept`` lacks for it: per batch, every
     patch short of that batch in one ``evaluate_patches`` call (its Δ against that call's own
     baseline). Rows are {valid, delta_score, delta_success, error, fixed, broke, …}; ``save``
-    gets ``kept`` after each batch, so a run that stops resumes after its last finished batch."""
+    gets ``kept`` after each batch, so a run that stops resumes after its last finished batch.
+    ``transcripts``: a folder that gets, per batch scored here, ``batch<s>.jsonl.gz`` with every episode
+    (the baseline's, then each patch's: ``write_transcripts``); ``names`` label the patches there."""
     import gymnasium as gym
 
     import harness_gym  # noqa: F401
@@ -144,11 +151,14 @@ def score(benchmark: str, target: str, texts: list[str], batches: int, kept: Row
             if env is None:
                 env = gym.make(ENV_IDS[benchmark], target=_apply_stand_in(target))
             env.reset(seed=s)
-            res = env.unwrapped.evaluate_patches([by_sha[h] for h in need])
+            res = env.unwrapped.evaluate_patches([by_sha[h] for h in need], episodes=transcripts is not None)
             short = [r for r in res if r.get("incomplete")]
             if short:  # an environment failure (a dead server): nothing of this batch is kept
                 raise SystemExit(f"agreement: error: {benchmark} on {target}: batch {s + 1}: "
                                  f"{len(short[0]['incomplete'])} tasks ended in environment errors; nothing of this batch was kept")
+            if transcripts is not None:
+                label = {_text_sha(t): n for t, n in zip(texts, names)} if names else {h: h for h in shas}
+                write_transcripts(transcripts / f"batch{s}.jsonl.gz", s, [(label[h], h) for h in need], res)
             for h, r in zip(need, res):
                 kept[h].append({"valid": r["patch_valid"], "delta_score": r.get("delta_score"),
                                 "delta_success": r.get("delta_success"), "error": r.get("patch_error"),
@@ -161,6 +171,25 @@ def score(benchmark: str, target: str, texts: list[str], batches: int, kept: Row
         if env is not None:
             env.close()
     return kept
+
+
+def write_transcripts(path: Path, batch: int, patches: list[tuple[str, str]], res: list[dict[str, Any]]) -> Path:
+    """One JSON line per episode of one batch — the baseline's (``patch`` null) once, then each valid patch's —
+    with the patch's name and text sha256, the task, seed, reward, success, status, rounds, messages and hook
+    events: what the target did under each patch, for reading why a target agrees or not."""
+    import gzip
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    base = next((r["baseline_episodes"] for r in res if r.get("baseline_episodes") is not None), [])
+    keys = ("task_id", "task_type", "seed", "reward", "success", "status", "rounds", "messages", "events", "error")
+    tmp = path.with_name(path.name + ".tmp")
+    with gzip.open(tmp, "wt", encoding="utf-8") as fh:
+        for (name, sha), episodes in [((None, None), base)] + [(p, r.get("episodes") or []) for p, r in zip(patches, res)]:
+            for ep in episodes:
+                fh.write(json.dumps({"batch": batch, "patch": name, "patch_sha256": sha,
+                                     **{k: ep.get(k) for k in keys}}) + "\n")
+    tmp.replace(path)
+    return path
 
 
 def _kept_key(target: str) -> str:
@@ -216,7 +245,8 @@ def fix_break(per_task: list[dict[str, Any]]) -> dict[str, int]:
             "baseline_solved": sum(1 for b, _ in pairs if b), "tasks": len(pairs)}
 
 
-def score_in_subprocess(benchmark: str, target: str, panel_file: Path, batches: int, out_file: Path) -> list[list[dict]]:
+def score_in_subprocess(benchmark: str, target: str, panel_file: Path, batches: int, out_file: Path,
+                        transcripts: bool = False) -> list[list[dict]]:
     """Target ``target``'s scores of the panel on batches 0..batches-1 ([batch][patch]), computed in
     a child process. Rows are kept per target and per patch text in ``out_file`` (with a
     ``.partial`` beside it while a child runs): a later run reuses every (patch, batch) it finds —
@@ -236,7 +266,7 @@ def score_in_subprocess(benchmark: str, target: str, panel_file: Path, batches: 
     else:
         _save_kept(partial, target, kept)
         cmd = [sys.executable, __file__, "--score-one", benchmark, "--target-one", target, "--panel-file", str(panel_file),
-               "--batches", str(batches), "--score-out", str(out_file)]
+               "--batches", str(batches), "--score-out", str(out_file)] + (["--transcripts"] if transcripts else [])
         subprocess.run(cmd, check=True, cwd=ROOT)
         kept = _load_kept(out_file, target)
     return [[kept[h][s] for h in shas] for s in range(batches)]
@@ -430,17 +460,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--held-out", type=int, default=None, metavar="K",
                     help="also report the statistics over batches K..N-1 alone: those target A was not calibrated on")
     ap.add_argument("--only", default="", help="comma-separated name patterns (fnmatch): score only these panel patches")
+    ap.add_argument("--transcripts", action="store_true",
+                    help="also write every episode of each batch scored in this run (baseline and each patch: messages, "
+                         "hook events) to <out>/transcripts_<env>_<a|b>/batch<s>.jsonl.gz")
     ap.add_argument("--score-one", help=argparse.SUPPRESS)
     ap.add_argument("--target-one", help=argparse.SUPPRESS)
     ap.add_argument("--panel-file", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--score-out", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.score_one:  # child process: one target, one env
-        texts = [p["text"] for p in json.loads(args.panel_file.read_text(encoding="utf-8"))]
+        panel = json.loads(args.panel_file.read_text(encoding="utf-8"))
+        texts = [p["text"] for p in panel]
         partial = args.score_out.with_name(args.score_out.name + ".partial")
         kept = _load_kept(partial, args.target_one)
+        folder = args.score_out.with_name(args.score_out.stem.replace("scores_", "transcripts_", 1))
         kept = score(args.score_one, args.target_one, texts, args.batches, kept,
-                     lambda k: _save_kept(partial, args.target_one, k))
+                     lambda k: _save_kept(partial, args.target_one, k), transcripts=folder if args.transcripts else None,
+                     names=[p["name"] for p in panel])
         _save_kept(args.score_out, args.target_one, kept)
         partial.unlink(missing_ok=True)
         return 0
@@ -462,8 +498,8 @@ def main(argv: list[str] | None = None) -> int:
         pf = args.out / f"panel_{bench}.json"
         pf.write_text(json.dumps(panel, indent=1), encoding="utf-8")
         try:
-            a = score_in_subprocess(bench, args.a, pf, args.batches, args.out / f"scores_{bench}_a.json")
-            b = score_in_subprocess(bench, args.b, pf, args.batches, args.out / f"scores_{bench}_b.json")
+            a = score_in_subprocess(bench, args.a, pf, args.batches, args.out / f"scores_{bench}_a.json", args.transcripts)
+            b = score_in_subprocess(bench, args.b, pf, args.batches, args.out / f"scores_{bench}_b.json", args.transcripts)
         except subprocess.CalledProcessError:
             print(f"agreement: error: scoring {bench} failed (a target the factory does not know? see above)", file=sys.stderr)
             return 1

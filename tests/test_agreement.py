@@ -204,3 +204,29 @@ def test_held_out_batches_are_summarized_alone(tmp_path: Path, monkeypatch: pyte
     for k in ("3", "0", "-1"):
         assert ag.main(["--env", "dbbench", "--batches", "3", "--held-out", k, "--out", out]) == 2
     assert "--held-out K needs 0 < K < --batches" in capsys.readouterr().err
+
+
+def test_transcripts_keep_every_episode_of_each_batch_scored(tmp_path: Path) -> None:
+    """``--transcripts`` writes, per target and batch scored, the baseline's episodes once and each valid patch's,
+    labelled with the patch's name and text sha256 (an invalid patch has none); a batch read back from kept scores
+    writes nothing."""
+    import gzip
+
+    args = ["--env", "dbbench", "--b", "sim:flaws=off", "--batches", "1", "--out", str(tmp_path),
+            "--only", "db-guard-bounded-1,db-hint-cast,noop@packet1000", "--transcripts"]
+    assert ag.main(args) == 0
+    panel = json.loads((tmp_path / "panel_dbbench.json").read_text())
+    for side in ("a", "b"):
+        path = tmp_path / f"transcripts_dbbench_{side}" / "batch0.jsonl.gz"
+        lines = [json.loads(x) for x in gzip.open(path, "rt", encoding="utf-8")]
+        by_patch: dict = {}
+        for x in lines:
+            by_patch.setdefault(x["patch"], []).append(x)
+        assert set(by_patch) == {None} | {p["name"] for p in panel}
+        assert {len(v) for v in by_patch.values()} == {10}  # the protocol's batch of 10 tasks, each side
+        assert all(x["patch_sha256"] == ag._text_sha(p["text"]) for p in panel for x in by_patch[p["name"]])
+        first = by_patch[None][0]
+        assert first["messages"][0]["role"] == "system" and first["events"] and first["task_id"]
+        assert [x["task_id"] for x in by_patch[None]] == [x["task_id"] for x in by_patch[panel[0]["name"]]]
+    path.unlink()
+    assert ag.main(args) == 0 and not path.exists()

@@ -226,8 +226,9 @@ class HarnessEditEnv(gym.Env):
     def batch_digest(self) -> str:
         return digest({"tasks": [self._identity[t.task_id] for t in self._batch], "seeds": self._seeds})
 
-    def evaluate_patches(self, patches: Sequence[str]) -> list[dict[str, Any]]:
-        """Score K candidate patches on the current batch in one concurrent, cached call."""
+    def evaluate_patches(self, patches: Sequence[str], *, episodes: bool = False) -> list[dict[str, Any]]:
+        """Score K candidate patches on the current batch in one concurrent, cached call. ``episodes``: each valid
+        entry also carries its episodes and the baseline's (``EpisodeResult.to_dict``: messages, hook events)."""
         parsed: list[Harness | str] = []
         for text in patches:
             try:
@@ -237,17 +238,20 @@ class HarnessEditEnv(gym.Env):
             except PatchError as exc:
                 parsed.append(str(exc))
         valid = [h for h in parsed if isinstance(h, Harness)]
-        _, compared = self.compare(self._base, valid, self._batch, self._seeds) if valid else (None, [])
+        before, compared = self.compare(self._base, valid, self._batch, self._seeds) if valid else ([], [])
         patched_runs = iter(compared)  # in ``valid`` order: never looked up by the 16-hex version, which can collide
         out = []
         for item in parsed:
             if isinstance(item, str):
                 out.append({"patch_valid": False, "patch_error": item, "reward": float(self.config.invalid_patch_reward)})
             else:
-                _, (deltas, per_task, incomplete) = next(patched_runs)
+                after, (deltas, per_task, incomplete) = next(patched_runs)
                 out.append({"patch_valid": True, "patch_error": None, "reward": deltas[self.metric],
                             "delta_score": deltas["score"], "delta_success": deltas["success"],
                             "harness_version": item.version, "per_task": per_task, "incomplete": incomplete})
+                if episodes:
+                    out[-1]["episodes"] = [r.to_dict() for r in after]
+                    out[-1]["baseline_episodes"] = [r.to_dict() for r in before]
         return out
 
     def compare(self, base: Harness, candidates: Sequence[Harness], tasks: Sequence[Any], seeds: Sequence[int],
