@@ -230,3 +230,40 @@ def test_transcripts_keep_every_episode_of_each_batch_scored(tmp_path: Path) -> 
         assert [x["task_id"] for x in by_patch[None]] == [x["task_id"] for x in by_patch[panel[0]["name"]]]
     path.unlink()
     assert ag.main(args) == 0 and not path.exists()
+
+
+def test_agreement_episodes_counts_what_fired_and_how_it_ended(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``benchmarks/agreement_episodes.py`` over two transcripts folders: per patch and target, the episodes each
+    effect fired in (a pre-hint counted from its hook event), fixed/broke against the same task's baseline, the
+    round limit; only the batches both folders hold; a missing folder is a one-line error."""
+    import gzip
+
+    import benchmarks.agreement_episodes as ae
+
+    def ep(patch, task, reward, effects=(), pre_hint=False, status="completed", rounds=5):
+        events = [{"kind": "effect", "type": t, "applied": True} for t in effects]
+        if pre_hint:
+            events.append({"kind": "hook", "point": "make_pre_hint", "effect": {"type": "message", "message": "x"}})
+        return {"batch": 0, "patch": patch, "task_id": task, "seed": 0, "reward": reward, "status": status,
+                "rounds": rounds, "events": events}
+
+    def write(side, batch, rows):
+        folder = tmp_path / f"transcripts_webshop_{side}"
+        folder.mkdir(exist_ok=True)
+        with gzip.open(folder / f"batch{batch}.jsonl.gz", "wt", encoding="utf-8") as fh:
+            fh.writelines(json.dumps(r) + "\n" for r in rows)
+
+    base = [ep(None, "t1", 1.0), ep(None, "t2", 0.5), ep(None, "t3", 0.0)]
+    write("a", 0, base + [ep("g", "t1", 0.0, ["block_and_prompt"] * 3, status="task_limit_reached", rounds=20),
+                          ep("g", "t2", 1.0, ["rewrite_action"]), ep("g", "t3", 0.0),
+                          ep("h", "t1", 1.0, pre_hint=True), ep("h", "t2", 0.5), ep("h", "t3", 1.0, pre_hint=True)])
+    write("b", 0, base + [ep("g", "t1", 1.0), ep("g", "t2", 0.5), ep("g", "t3", 0.0)])
+    write("a", 1, base)  # only A has batch 1: left out
+    assert ae.main([str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "batches 0\n" in out
+    assert ("| g | block 1 (0/1, 1 lim), rewrite 1 (1/0, 0 lim) | 1/1 | 1 / 10.0 | none | 0/0 | 0 / 5.0 |" in out)
+    assert "| h | pre-hint 2 (1/0, 0 lim) | 1/0 | 0 / 5.0 | – | – | – |" in out
+    assert (tmp_path / "episodes_webshop.md").read_text().startswith("## webshop")
+    assert ae.main([str(tmp_path), "--env", "dbbench"]) == 2
+    assert "no transcripts at" in capsys.readouterr().err
