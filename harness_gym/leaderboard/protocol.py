@@ -81,8 +81,10 @@ class Protocol:
 
 # WebShop tables rank by Δ success (Harness-R1's ``delta_pass_rate`` for WebShop patches, the env's default);
 # DBBench and ALFWorld rewards are 0/1, so their "score" is the same number.
-_SMOL_OPEN = ("open: the real target ships (SmolLM2-135M + LoRA, docs/models.md); no baseline entries yet "
-              "(harness-gym leaderboard rebuild-baselines --target smol --env <env id>)")
+_SMOL_OPEN = ("open: no baseline entries yet — on 2 CPU cores through hf the first row alone (episode 0's baseline "
+              "and the noop patch, on its batch and the held-out one; histories reach 5,000 tokens) took 28 min, so the "
+              "five baselines × 3 episodes and their verification come to ~9 h (harness-gym leaderboard "
+              "rebuild-baselines --target smol --env HarnessEdit-WebShop-v0)")
 _SMOL_CLOSED = "opens when smol:alfworld ships (issue 12: the trained ALFWorld agent solves 0% so far)"
 _SMOL_DBBENCH = ("the real target (SmolLM2-135M + LoRA, docs/models.md); 3 episodes: one episode of the five "
                  "baselines takes ~11 min on 2 CPU cores, and verification reruns every one")
