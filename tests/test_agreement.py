@@ -180,7 +180,7 @@ def test_held_out_batches_are_summarized_alone(tmp_path: Path, monkeypatch: pyte
     b = [[cell(x) for x in (0.1, 0.2, 0.3, 0.4, 0.5)], [cell(x) for x in (0.5, 0.4, 0.3, 0.2, 0.1)],
          [cell(x) for x in (0.5, 0.4, 0.3, 0.1, 0.2)]]
     monkeypatch.setattr(ag, "build_panel", lambda bench, only=None: panel)
-    monkeypatch.setattr(ag, "score_in_subprocess", lambda bench, target, pf, n, out: (a if target == "sim" else b)[:n])
+    monkeypatch.setattr(ag, "score_in_subprocess", lambda bench, target, pf, n, out, transcripts=False: (a if target == "sim" else b)[:n])
     out = str(tmp_path)
     assert ag.main(["--env", "dbbench", "--b", "other", "--batches", "3", "--held-out", "1", "--out", out]) == 0
     data = json.loads((tmp_path / "agreement.json").read_text(), parse_constant=lambda c: pytest.fail(f"bare {c} in JSON"))
