@@ -142,6 +142,7 @@ def score(benchmark: str, target: str, texts: list[str], batches: int, kept: Row
     done = min(len(kept.get(h, [])) for h in shas) if shas else batches
     if 0 < done < batches:
         print(f"agreement: {benchmark} on {target}: resuming after batch {done}/{batches}", file=sys.stderr, flush=True)
+    label = {_text_sha(t): n for t, n in zip(texts, names)} if names else {h: h for h in shas}
     env = None
     try:
         for s in range(done, batches):
@@ -157,7 +158,6 @@ def score(benchmark: str, target: str, texts: list[str], batches: int, kept: Row
                 raise SystemExit(f"agreement: error: {benchmark} on {target}: batch {s + 1}: "
                                  f"{len(short[0]['incomplete'])} tasks ended in environment errors; nothing of this batch was kept")
             if transcripts is not None:
-                label = {_text_sha(t): n for t, n in zip(texts, names)} if names else {h: h for h in shas}
                 write_transcripts(transcripts / f"batch{s}.jsonl.gz", s, [(label[h], h) for h in need], res)
             for h, r in zip(need, res):
                 kept[h].append({"valid": r["patch_valid"], "delta_score": r.get("delta_score"),

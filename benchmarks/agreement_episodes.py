@@ -53,7 +53,7 @@ def fired(episode: dict[str, Any]) -> set[str]:
 
 
 def summarize(batches: dict[int, list[dict[str, Any]]], keep: list[int]) -> dict[str, dict[str, Any]]:
-    """Per patch name: episodes, and per effect fired (and 'any'): episodes, fixed, broke, at the round limit."""
+    """Per patch name: episodes, and per effect fired: episodes, fixed, broke, at the round limit."""
     out: dict[str, dict[str, Any]] = {}
     for s in keep:
         eps = batches[s]
@@ -64,7 +64,7 @@ def summarize(batches: dict[int, list[dict[str, Any]]], keep: list[int]) -> dict
                 by_patch[e["patch"]].append(e)
         for name, rows in by_patch.items():
             rec = out.setdefault(name, {"episodes": 0, "rounds": 0, "limit": 0, "fixed": 0, "broke": 0,
-                                        **{k: {"n": 0, "fixed": 0, "broke": 0, "limit": 0} for k in (*SHORT.values(), "any")}})
+                                        **{k: {"n": 0, "fixed": 0, "broke": 0, "limit": 0} for k in SHORT.values()}})
             for e in rows:
                 b = base.get((e["task_id"], e["seed"]))
                 solved, was = float(e.get("reward") or 0) >= 1.0, b is not None and float(b.get("reward") or 0) >= 1.0
@@ -74,8 +74,7 @@ def summarize(batches: dict[int, list[dict[str, Any]]], keep: list[int]) -> dict
                 rec["limit"] += lim
                 rec["fixed"] += fix
                 rec["broke"] += brk
-                kinds = fired(e)
-                for k in (*kinds, "any") if kinds else ():
+                for k in fired(e):
                     c = rec[k]
                     c["n"] += 1
                     c["fixed"] += fix

@@ -240,6 +240,7 @@ class HarnessEditEnv(gym.Env):
         valid = [h for h in parsed if isinstance(h, Harness)]
         before, compared = self.compare(self._base, valid, self._batch, self._seeds) if valid else ([], [])
         patched_runs = iter(compared)  # in ``valid`` order: never looked up by the 16-hex version, which can collide
+        base_episodes = [r.to_dict() for r in before] if episodes else []  # one list, shared by every entry
         out = []
         for item in parsed:
             if isinstance(item, str):
@@ -251,7 +252,7 @@ class HarnessEditEnv(gym.Env):
                             "harness_version": item.version, "per_task": per_task, "incomplete": incomplete})
                 if episodes:
                     out[-1]["episodes"] = [r.to_dict() for r in after]
-                    out[-1]["baseline_episodes"] = [r.to_dict() for r in before]
+                    out[-1]["baseline_episodes"] = base_episodes
         return out
 
     def compare(self, base: Harness, candidates: Sequence[Harness], tasks: Sequence[Any], seeds: Sequence[int],
