@@ -35,6 +35,8 @@ def read_folder(folder: Path) -> dict[int, list[dict[str, Any]]]:
             s = int(path.name[len("batch"):].split(".")[0])
             with gzip.open(path, "rt", encoding="utf-8") as fh:
                 out[s] = [json.loads(line) for line in fh if line.strip()]
+            if not all(isinstance(e, dict) and {"patch", "task_id", "seed"} <= e.keys() for e in out[s]):
+                raise ValueError("a line without patch, task_id and seed")
         except (OSError, ValueError, EOFError) as exc:
             raise SystemExit(f"agreement_episodes: error: {path}: unreadable ({type(exc).__name__}: {exc})") from None
     return out

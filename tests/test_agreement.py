@@ -267,3 +267,20 @@ def test_agreement_episodes_counts_what_fired_and_how_it_ended(tmp_path: Path, c
     assert (tmp_path / "episodes_webshop.md").read_text().startswith("## webshop")
     assert ae.main([str(tmp_path), "--env", "dbbench"]) == 2
     assert "no transcripts at" in capsys.readouterr().err
+
+
+def test_agreement_episodes_names_a_forged_transcript_file(tmp_path: Path) -> None:
+    """A transcripts file that is not gzip, or whose lines lack patch/task_id/seed, is a one-line error naming it."""
+    import gzip
+
+    import benchmarks.agreement_episodes as ae
+
+    folder = tmp_path / "transcripts_webshop_a"
+    folder.mkdir()
+    (folder / "batch0.jsonl.gz").write_text("garbage")
+    with pytest.raises(SystemExit, match=r"batch0\.jsonl\.gz: unreadable \(BadGzipFile"):
+        ae.read_folder(folder)
+    with gzip.open(folder / "batch0.jsonl.gz", "wt") as fh:
+        fh.write('{"x": 1}\n')
+    with pytest.raises(SystemExit, match="a line without patch, task_id and seed"):
+        ae.read_folder(folder)
