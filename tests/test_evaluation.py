@@ -1,6 +1,8 @@
 """Evaluation: concurrency, caching, environment failures reported (never scored), statistics."""
 from __future__ import annotations
 
+import asyncio
+import json
 import math
 
 import pytest
@@ -10,9 +12,10 @@ from harness_gym.evaluation import benchmarks as bm
 from harness_gym.evaluation.cache import RolloutCache
 from harness_gym.evaluation.evaluator import Evaluator
 from harness_gym.evaluation.stats import mean_ci, paired_ci, t975
-from harness_gym.models.base import ChatBackend, ChatRequest, RequestBatcher
+from harness_gym.models.base import SPLIT_WITHIN_S, ChatBackend, ChatRequest, ReplyMemo, RequestBatcher, Sampling
 from harness_gym.models.factory import make_backend
 from harness_gym.runtime.trajectory import ENV_ERROR
+from harness_gym.types import ToolCall, assistant_message
 
 SPEC = bm.get_benchmark("dbbench")
 TASKS = SPEC.load_tasks("valid", None)[:12]
@@ -175,3 +178,137 @@ def test_statistics() -> None:
     assert paired_ci([0, 0, 0], [1, 1, 1]).lo == 1.0
     with pytest.raises(ValueError):
         paired_ci([1], [1, 2])
+
+
+# --- reply memo (models/base.py): the same input gets the same reply within an evaluator ---------------------------
+
+class DriftingBackend(ChatBackend):
+    """A real-looking target whose replies depend on what else is in the batch, as vLLM's bfloat16
+    kernels' did: every call answers with its own call number."""
+
+    memoize = True
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.sizes: list[int] = []
+        self.fail_next = False
+
+    async def generate(self, requests: list[ChatRequest]) -> list[dict]:
+        self.calls += 1
+        self.sizes.append(len(requests))
+        if self.fail_next:
+            self.fail_next = False
+            await asyncio.sleep(SPLIT_WITHIN_S + 0.1)  # a slow failure: not split, delivered to every request
+            raise RuntimeError("the server went away")
+        return [{"role": "assistant", "content": f"call {self.calls} seed {r.seed}"} for r in requests]
+
+
+def _req(text: str, seed: int = 0, temperature: float = 0.0) -> ChatRequest:
+    return ChatRequest([{"role": "user", "content": text}], [], Sampling(temperature=temperature), seed)
+
+
+def test_the_memo_gives_the_same_input_the_same_reply() -> None:
+    backend = DriftingBackend()
+    batcher = RequestBatcher(backend, max_batch=8)
+
+    async def go():
+        first = await asyncio.gather(*(batcher.submit(_req(t)) for t in ("a", "b", "a", "a")))  # duplicates wait on one
+        later = await asyncio.gather(batcher.submit(_req("a")), batcher.submit(_req("c")), batcher.submit(_req("b")))
+        other = await asyncio.gather(batcher.submit(_req("a", seed=1)), batcher.submit(_req("a", temperature=0.5)))
+        return first, later, other
+
+    first, later, other = asyncio.run(go())
+    assert [r["content"] for r in first] == ["call 1 seed 0", "call 1 seed 0", "call 1 seed 0", "call 1 seed 0"]
+    assert backend.sizes[0] == 2 and batcher.memo_hits >= 2 + 2  # "a" and "b" reached the model once each
+    assert later[0] == first[0] and later[2] == first[1] and later[1]["content"].startswith("call 2")
+    assert [r["content"] for r in other] == ["call 3 seed 1", "call 3 seed 0"]  # another seed or sampling is another input
+    first[0]["content"] = "mutated by an episode"
+    assert asyncio.run(_one(batcher, _req("a")))["content"] == "call 1 seed 0"  # every caller gets its own copy
+
+
+async def _one(batcher: RequestBatcher, req: ChatRequest) -> dict:
+    return await batcher.submit(req)
+
+
+def test_the_memo_keeps_no_failure_and_stays_bounded() -> None:
+    backend = DriftingBackend()
+    batcher = RequestBatcher(backend, max_batch=8, memo=ReplyMemo(max_entries=2))
+    backend.fail_next = True
+
+    async def failing():
+        return await asyncio.gather(batcher.submit(_req("x")), batcher.submit(_req("x")), return_exceptions=True)
+
+    assert all(isinstance(r, RuntimeError) for r in asyncio.run(failing()))
+    assert asyncio.run(_one(batcher, _req("x")))["content"] == "call 2 seed 0"  # the failure was not kept: asked again
+    for t in ("y", "z"):
+        asyncio.run(_one(batcher, _req(t)))
+    assert batcher.memo.size() == 2
+    assert asyncio.run(_one(batcher, _req("x")))["content"] == "call 5 seed 0"  # least recently used: dropped
+    with pytest.raises(ValueError, match="max_entries"):
+        ReplyMemo(max_entries=0)
+
+
+def test_only_backends_that_ask_are_memoized() -> None:
+    from harness_gym.models.sim import SimBackend
+
+    assert RequestBatcher(SimBackend()).memo is None  # the sim is a function of its input (and of knowledge, not keyed)
+    assert RequestBatcher(CountingBackend()).memo is None
+    assert RequestBatcher(DriftingBackend()).memo is not None and RequestBatcher(DriftingBackend(), memo=False).memo is None
+    backend = DriftingBackend()
+    batcher = RequestBatcher(backend, memo=False)
+    replies = asyncio.run(_both(batcher))
+    assert replies[0] != replies[1]
+
+
+async def _both(batcher: RequestBatcher) -> list[dict]:
+    a = await batcher.submit(_req("a"))
+    return [a, await batcher.submit(_req("a"))]
+
+
+class BatchSensitiveSim(ChatBackend):
+    """The sim, except that in a call of more than ``calm`` requests it commits a wrong answer for every request
+    with an odd seed: a target whose replies to the same input depend on the batch they came in."""
+
+    memoize = True
+
+    def __init__(self, calm: int) -> None:
+        from harness_gym.models.sim import SimBackend
+
+        self.sim, self.calm = SimBackend(), calm
+
+    async def generate(self, requests: list[ChatRequest]) -> list[dict]:
+        replies = await self.sim.generate(requests)
+        if len(requests) > self.calm:
+            wrong = assistant_message("", [ToolCall("drift", "commit_final_answer", {"answers": ["drift"]})])
+            replies = [wrong if r.seed % 2 else m for r, m in zip(requests, replies)]
+        return replies
+
+
+@pytest.mark.parametrize("memo", [True, False])
+def test_a_patch_that_changes_no_model_input_scores_zero_on_a_batch_sensitive_target(memo: bool) -> None:
+    """Baseline at reset in a small batch, patched runs later in a large one (how the env runs them): with the
+    memo, hooks that never change what the model sees leave every episode as it was; without it they do not."""
+    from harness_gym.evaluation.benchmarks import get_benchmark
+    from harness_gym.evaluation.evaluator import Evaluator
+    from harness_gym.harness.patch import parse_patch
+
+    spec = get_benchmark("dbbench")
+    tasks = spec.load_tasks("test", None)[:6]
+    ev = Evaluator(spec, BatchSensitiveSim(calm=len(tasks)), world_backend="sqlite")
+    if not memo:
+        ev.batcher.memo = None
+    try:
+        base = spec.default_harness()
+        silent = []
+        for i in range(3):  # hooks that keep state and never return anything: the model sees the baseline's inputs
+            code = f"def hook(ctx, nb):\n    nb['n{i}'] = nb.get('n{i}', 0) + 1\n    return None\n"
+            patch = json.dumps({"schema_version": "harness-r1-patch-v1", "benchmark": "dbbench", "description": "count",
+                                "actions": [{"type": "add_code_hook", "hook": "on_post_step", "code": code}]})
+            silent.append(parse_patch(patch, base).apply(base))
+        before = ev.evaluate(base, tasks, list(range(len(tasks))))
+        afters = ev.evaluate_many(silent, tasks, list(range(len(tasks))))
+    finally:
+        ev.close()
+    assert sum(r.reward for r in before) >= 3
+    same = all([r.reward for r in after] == [r.reward for r in before] for after in afters)
+    assert same is memo

@@ -309,7 +309,7 @@ class HarnessEditEnv(gym.Env):
         """Non-deterministic facts kept out of ``info``: cache hits, episodes run, sandbox layers."""
         ev = self.evaluator
         return {"episodes_run": ev.episodes_run, "cache_hits": ev.cache.hits, "cache_misses": ev.cache.misses,
-                "model_batches": ev.batcher.batches, "model_requests": ev.batcher.requests,
+                "model_batches": ev.batcher.batches, "model_requests": ev.batcher.requests, "memo_hits": ev.batcher.memo_hits,
                 "sandbox_layers": ev.sandbox.layers()}
 
     def _observe(self, harness: Harness, results: list[EpisodeResult]) -> tuple[str, Any]:

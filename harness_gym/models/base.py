@@ -4,13 +4,31 @@ Every target — simulated or real — answers OpenAI-style conversations with s
 tool calls through ``ChatBackend.generate``. Episodes never call a backend directly: they
 ``submit`` one request to a ``RequestBatcher``, which coalesces every request pending
 across concurrent episodes (and across candidate patches) into one ``generate`` call.
+
+**Reply memo.** A real target at a fixed sampling seed is meant to be a function of its input,
+and Δ_B assumes it: a patched episode whose conversation still equals the baseline's must get the
+baseline's reply. Batched engines do not guarantee that — vLLM's bfloat16 kernels gave a
+different reply to 48 of 477 identical SmolLM2 requests when the baseline ran in a batch of 10
+and the patched episodes in batches of ~300 (docs/agreement_smol.md, stop 31), so a ``noop``
+patch "fixed" and "broke" tasks. For backends that set ``memoize`` (``hf``, ``vllm``,
+``openai``; not the sim, which is a function of its input by construction) the batcher keys each
+request by everything a backend sees — messages, tools, sampling and seed — and serves a request
+it has answered before, or one already waiting, from that first answer (``ReplyMemo``: least
+recently used dropped beyond ``max_entries``). Within one evaluator, the same input always gets
+the same reply, and the requests of K patches that have not yet diverged from the baseline cost
+one model call, not K. Across evaluators (a rerun, a Ray worker) replies can still differ as the
+engine differs; leaderboard verification's ``tolerance`` is for that.
 """
 from __future__ import annotations
 
 import asyncio
+import copy
+import hashlib
+import json
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from collections import OrderedDict
 from typing import Any
 
 from harness_gym.types import Message
@@ -46,6 +64,7 @@ class ChatBackend(ABC):
     """A chat model that answers a batch of conversations with assistant messages."""
 
     name: str = "backend"
+    memoize: bool = False  # the batcher serves repeated requests from a ReplyMemo (module doc)
 
     @abstractmethod
     async def generate(self, requests: list[ChatRequest]) -> list[Message]:
@@ -55,6 +74,42 @@ class ChatBackend(ABC):
         """Release model resources."""
 
 
+def request_key(request: ChatRequest) -> str:
+    """sha256 of everything a real backend answers from: messages, tools, sampling and seed
+    (``knowledge`` and ``meta`` are the sim's and the runtime's, never sent to a model)."""
+    s = request.sampling
+    sampling = None if s is None else [s.temperature, s.top_p, s.max_tokens]
+    body = json.dumps([request.messages, request.tools, sampling, int(request.seed)],
+                      sort_keys=True, ensure_ascii=False, default=repr)
+    return hashlib.sha256(body.encode("utf-8")).hexdigest()
+
+
+class ReplyMemo:
+    """Replies by ``request_key``, least recently used dropped beyond ``max_entries`` (a reply is a
+    few hundred bytes: the default holds a long training run's recent batches in ~100 MB)."""
+
+    def __init__(self, max_entries: int = 200_000) -> None:
+        if max_entries < 1:
+            raise ValueError(f"max_entries={max_entries!r}: expected an integer >= 1")
+        self.max_entries = max_entries
+        self._replies: OrderedDict[str, Message] = OrderedDict()
+
+    def get(self, key: str) -> Message | None:
+        reply = self._replies.get(key)
+        if reply is not None:
+            self._replies.move_to_end(key)
+        return reply
+
+    def put(self, key: str, reply: Message) -> None:
+        self._replies[key] = reply
+        self._replies.move_to_end(key)
+        while len(self._replies) > self.max_entries:
+            self._replies.popitem(last=False)
+
+    def size(self) -> int:
+        return len(self._replies)
+
+
 SPLIT_WITHIN_S = 5.0  # a batch whose generate call failed faster than this is split and retried in halves
 
 
@@ -62,24 +117,49 @@ class RequestBatcher:
     """Coalesces concurrent ``submit`` calls into batched ``generate`` calls.
 
     Requests that arrive while a batch is being generated wait for the next batch, so a
-    backend always sees every request that is ready, up to ``max_batch``.
+    backend always sees every request that is ready, up to ``max_batch``. With ``memo`` (by
+    default, the backend's ``memoize``) a request answered before, or already waiting, is served
+    from that answer and never reaches the backend (module doc, Reply memo).
     """
 
-    def __init__(self, backend: ChatBackend, max_batch: int = 64) -> None:
+    def __init__(self, backend: ChatBackend, max_batch: int = 64, memo: ReplyMemo | bool | None = None) -> None:
         self.backend = backend
         self.max_batch = max_batch
+        if memo is None:
+            memo = backend.memoize
+        self.memo: ReplyMemo | None = ReplyMemo() if memo is True else (memo or None)
         self._pending: list[tuple[ChatRequest, asyncio.Future[Message]]] = []
+        self._waiting: dict[str, asyncio.Future[Message]] = {}  # memo key → the future of its first request
         self._worker: asyncio.Task[None] | None = None
         self.batches = 0
         self.requests = 0
+        self.memo_hits = 0  # requests served by the memo (counted in neither batches nor requests)
 
     async def submit(self, request: ChatRequest) -> Message:
+        key = request_key(request) if self.memo is not None else None
+        if key is not None:
+            known = self.memo.get(key)
+            if known is None and key in self._waiting:
+                known = await asyncio.shield(self._waiting[key])
+            if known is not None:
+                self.memo_hits += 1
+                return copy.deepcopy(known)
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[Message] = loop.create_future()
+        if key is not None:
+            self._waiting[key] = fut
+            fut.add_done_callback(lambda f, key=key: self._settled(key, f))
         self._pending.append((request, fut))
         if self._worker is None or self._worker.done():
             self._worker = loop.create_task(self._drain())
-        return await fut
+        return copy.deepcopy(await fut) if key is not None else await fut
+
+    def _settled(self, key: str, fut: asyncio.Future[Message]) -> None:
+        """A memoized request's reply is kept (a failure is not: the next identical request tries again)."""
+        if self._waiting.get(key) is fut:
+            del self._waiting[key]
+        if self.memo is not None and not fut.cancelled() and fut.exception() is None:
+            self.memo.put(key, copy.deepcopy(fut.result()))
 
     async def _drain(self) -> None:
         while self._pending:

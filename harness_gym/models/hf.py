@@ -104,6 +104,7 @@ class HFConfig:
 
 class HFBackend(ChatBackend):
     name = "hf"
+    memoize = True  # the batcher keeps its replies (models/base.py, Reply memo)
 
     def __init__(self, config: HFConfig) -> None:
         self.config = config

@@ -58,6 +58,7 @@ class OpenAIConfig:
 
 class OpenAIBackend(ChatBackend):
     name = "openai"
+    memoize = True  # the batcher keeps its replies (models/base.py, Reply memo)
 
     def __init__(self, config: OpenAIConfig) -> None:
         self.config = config

@@ -51,6 +51,7 @@ class VLLMConfig:
 
 class VLLMBackend(ChatBackend):
     name = "vllm"
+    memoize = True  # the batcher keeps its replies (models/base.py, Reply memo)
 
     def __init__(self, config: VLLMConfig) -> None:
         self.config = config
