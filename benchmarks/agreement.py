@@ -88,6 +88,28 @@ def build_panel(benchmark: str, only: list[str] | None = None) -> list[dict[str,
                     rows.append({"name": f"{name}@packet{s}", "family": f"policy:{name}", "text": text})
     finally:
         env.close()
+    return select(rows, benchmark, only)
+
+
+def load_panel(path: Path, benchmark: str, only: list[str] | None = None) -> list[dict[str, str]]:
+    """A panel kept from an earlier run (``panel_<env>.json``; ``path`` is the file or its folder): the patch
+    texts the real rows were scored on. A sim change changes the policies' outputs, so a rebuilt panel would
+    no longer match rows kept for the old one; a kept panel does."""
+    f = path / f"panel_{benchmark}.json" if path.is_dir() else path
+    try:
+        rows = json.loads(f.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise SystemExit(f"agreement: error: --panel {f}: not a readable panel file ({type(exc).__name__})") from None
+    if not (isinstance(rows, list) and rows and all(
+            isinstance(r, dict) and all(isinstance(r.get(k), str) for k in ("name", "family", "text")) for r in rows)):
+        raise SystemExit(f"agreement: error: --panel {f}: expected a JSON list of {{name, family, text}} patches")
+    if len({r["text"] for r in rows}) != len(rows) or len({r["name"] for r in rows}) != len(rows):
+        raise SystemExit(f"agreement: error: --panel {f}: two patches share a name or a text")
+    return select([{"name": r["name"], "family": r["family"], "text": r["text"]} for r in rows], benchmark, only)
+
+
+def select(rows: list[dict[str, str]], benchmark: str, only: list[str] | None) -> list[dict[str, str]]:
+    """The patches whose names match one of the ``fnmatch`` patterns ``only`` (all without; an error if one matches none)."""
     if only:
         from fnmatch import fnmatchcase
 
@@ -460,6 +482,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--held-out", type=int, default=None, metavar="K",
                     help="also report the statistics over batches K..N-1 alone: those target A was not calibrated on")
     ap.add_argument("--only", default="", help="comma-separated name patterns (fnmatch): score only these panel patches")
+    ap.add_argument("--panel", type=Path, default=None, metavar="PATH",
+                    help="score a kept panel (panel_<env>.json, or the folder holding it) instead of building one: "
+                         "the real rows in benchmarks/results/agreement/<env>/ are keyed by theirs")
     ap.add_argument("--transcripts", action="store_true",
                     help="also write every episode of each batch scored in this run (baseline and each patch: messages, "
                          "hook events) to <out>/transcripts_<env>_<a|b>/batch<s>.jsonl.gz")
@@ -490,11 +515,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"agreement: error: --held-out K needs 0 < K < --batches (got K={args.held_out}, {args.batches} batches)",
               file=sys.stderr)
         return 2
+    if args.panel is not None and args.panel.is_file() and len(envs) > 1:
+        print(f"agreement: error: --panel {args.panel} is one env's panel; give its folder for --env {args.env}",
+              file=sys.stderr)
+        return 2
     args.out.mkdir(parents=True, exist_ok=True)
     results: dict[str, dict[str, Any]] = {}
     md = []
     for bench in envs:
-        panel = build_panel(bench, [x.strip() for x in args.only.split(",") if x.strip()])
+        only = [x.strip() for x in args.only.split(",") if x.strip()]
+        panel = load_panel(args.panel, bench, only) if args.panel is not None else build_panel(bench, only)
         pf = args.out / f"panel_{bench}.json"
         pf.write_text(json.dumps(panel, indent=1), encoding="utf-8")
         try:

@@ -284,3 +284,31 @@ def test_agreement_episodes_names_a_forged_transcript_file(tmp_path: Path) -> No
         fh.write('{"x": 1}\n')
     with pytest.raises(SystemExit, match="a line without patch, task_id and seed"):
         ae.read_folder(folder)
+
+
+def test_a_kept_panel_is_scored_as_it_is(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    """``--panel``: the patch texts real rows were scored on, not a panel rebuilt from today's sim (whose
+    policies write other patches after a sim change); a broken or ambiguous panel is a one-line error."""
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    panel = [{"name": "noop", "family": "control", "text": "not a patch"}, {"name": "q", "family": "x", "text": "nor this"}]
+    (kept / "panel_dbbench.json").write_text(json.dumps(panel))
+    out = tmp_path / "out"
+    args = ["--env", "dbbench", "--a", "sim", "--b", "sim:flaws=off", "--batches", "1", "--out", str(out)]
+    assert ag.main(args + ["--panel", str(kept)]) == 0
+    assert json.loads((out / "panel_dbbench.json").read_text()) == panel
+    assert [r["name"] for r in json.loads((out / "agreement.json").read_text())["results"]["dbbench"]["rows"]] == ["noop", "q"]
+    assert ag.main(args + ["--panel", str(kept / "panel_dbbench.json"), "--only", "q"]) == 0
+    assert json.loads((out / "panel_dbbench.json").read_text()) == panel[1:]
+    capfd.readouterr()
+    bad = {"not json": "{", "not a list": '{"a": 1}', "no text": '[{"name": "a", "family": "x"}]',
+           "a shared text": json.dumps(panel + [{"name": "z", "family": "x", "text": "nor this"}])}
+    for why, text in bad.items():
+        (kept / "panel_dbbench.json").write_text(text)
+        with pytest.raises(SystemExit) as info:
+            ag.main(args + ["--panel", str(kept)])
+        assert "--panel" in str(info.value) and "\n" not in str(info.value), why
+    with pytest.raises(SystemExit):
+        ag.main(args + ["--panel", str(tmp_path / "missing")])
+    assert ag.main(["--env", "dbbench,webshop", "--batches", "1", "--out", str(out), "--panel", str(kept / "panel_dbbench.json")]) == 2
+    assert "one env's panel" in capfd.readouterr().err
