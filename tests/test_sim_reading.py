@@ -393,3 +393,46 @@ def test_alfworld_reads_tool_description_additions_as_prompt_text() -> None:
     assert all(r[0]["patch_valid"] for r in runs), runs[0][0].get("patch_error")
     means = [sum(r[i]["delta_score"] for r in runs) / len(runs) for i in range(2)]
     assert means[0] < 0 and means[1] < 0, means  # the same words cost wherever the patch puts them
+
+
+_PRE_HINT_EVERY_TURN = '''
+def make_pre_hint(ctx, nb):
+    return {"message": "stay calm and think about the weather"}
+'''
+
+_PRE_HINT_NAMING_VALUES = '''
+def make_pre_hint(ctx, nb):
+    t = ctx["task"]
+    want = [v for v in (t["required_color"], t["required_size"]) if v]
+    if ctx["state"]["page_type"] == "product_detail" and want:
+        return {"message": "On this page select " + " and ".join(want) + " before clicking buy now."}
+    return None
+'''
+
+
+def test_a_message_right_before_its_turn_takes_the_turn_unless_it_names_a_click() -> None:
+    """The real WebShop target answers a pre-hint (a message placed just before its turn) instead of the page
+    (docs/agreement_smol.md, stop 31): the sim's turn is taken with p = PREHINT_HIJACK — the hint's words become
+    its search or click, on a product page it buys at once — so one every turn leaves it near the round limit
+    with almost nothing bought. A pre-hint that names a value clickable on the page is advice, never a hijack."""
+    from harness_gym.benchmarks.webshop.sim import PREHINT_HIJACK
+    from harness_gym.harness.patch import parse_patch
+
+    env = HarnessEditEnv(benchmark="webshop", batch_size=10)
+    try:
+        env.reset(seed=0)
+        base = env.evaluator.evaluate(env._base, env._batch, env._seeds)
+        every = env.evaluator.evaluate(parse_patch(_PRE_HINT_EVERY_TURN, env._base).apply(env._base), env._batch, env._seeds)
+        naming = env.evaluator.evaluate(parse_patch(_PRE_HINT_NAMING_VALUES, env._base).apply(env._base), env._batch, env._seeds)
+    finally:
+        env.close()
+
+    def echoed(r) -> int:
+        return sum(1 for e in r.events if e["kind"] == "step" and "weather" in str(e["arguments"]))
+
+    turns = sum(r.rounds for r in every)
+    share = sum(echoed(r) for r in every) / turns
+    assert abs(share - PREHINT_HIJACK) < 0.25, share  # (early buys are hijacked turns without the words)
+    assert sum(r.reward for r in every) < 0.3 * sum(r.reward for r in base)
+    assert all(echoed(r) == 0 for r in naming)
+    assert not any("On this page select" in str(e.get("arguments")) for r in naming for e in r.events if e["kind"] == "step")

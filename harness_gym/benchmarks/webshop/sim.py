@@ -57,9 +57,14 @@ _GO_BACK = re.compile(r"< ?prev|\bback\b|\bresults?\b|return to|another (product
 _ASK_VALUES = re.compile(r"\b(select|choose|pick|click|set|set up)\w*\b.{0,60}\b(values?|options?|variants?|colou?rs?|sizes?|groups?|materials?|flavou?rs?)\b", re.IGNORECASE)
 MAX_SAME_BLOCK = 2  # a blocked call is retried at most once; then the sim does something else admissible
 RESPONSIVENESS = 0.7     # chance a focused, relevant hint is followed
-BLOCK_RESPONSIVENESS = 0.2  # chance a block (or a rewrite) that names the fix is followed
-BLOCK_REPEAT = 0.9  # not following it, chance it sends the refused call again (the real target: every time)
+BLOCK_RESPONSIVENESS = 0.1  # chance a block (or a rewrite) that names the fix is followed
+BLOCK_REPEAT = 1.0  # not following it, chance it sends the refused call again (the real target: every time, stop 31)
 TITLE_RESPONSIVENESS = 0.25  # near-miss picks are mostly intrinsic
+# A message placed right before its turn (a pre-hint) that names nothing it can click here takes the turn:
+# the real 135M target answers it instead of the page (its words become the click or search; on a product
+# page, an early 'buy now') — in every turn of every episode under a pre-hint each turn (docs/agreement_smol.md,
+# "Stop 31")
+PREHINT_HIJACK = 0.9
 MAX_PAGES = 2
 # unfamiliar text: calibrated on the real WebShop target (docs/agreement_smol.md, "Text costs")
 # (skills are free: on 3 real batches six skill-only patches, nonsense ones included, fixed 14 tasks and
@@ -178,7 +183,20 @@ def respond(request: ChatRequest) -> Message:
     agent = _Shopper(task, get_catalog(task.catalog), persona, turns, obs, clickables, advice,
                      int(request.meta.get("round", 0)))
     advice.vocab, advice.ground, advice.against = VOCAB, agent.grounds, AGAINST
+    hint = _pre_hint(request.messages)
+    if hint is not None and agent.hijacked_by(hint, int(request.meta.get("episode_seed", 0))):
+        return agent.answer(hint)
     return agent.guarded(agent.act())
+
+
+def _pre_hint(messages: list[Message]) -> str | None:
+    """The text of a hook's message placed right before this turn (``make_pre_hint``), if the last message is one."""
+    if not messages or messages[-1].get("role") != "user":
+        return None
+    text = str(messages[-1].get("content") or "")
+    if not text or _parse_obs(text) is not None or is_notice(text) or text.startswith(("No valid tool call", "Task limit")):
+        return None
+    return text
 
 
 def price_of(tag: str) -> float:
@@ -208,6 +226,28 @@ class _Shopper:
         """Unfamiliar text made it lose track of the instruction this episode: it takes a look-alike
         product when the results show one, else forgets an option."""
         return self.p.u["distraction"] < self.advice.distraction(CONCEPTS, TEXT_COST)
+
+    def told_value(self, value: str) -> bool:
+        """Advice it follows names this very option value: it clicks that value, not a neighbour it misread."""
+        return any(mentions(unit, value) for unit in self.advice.units) and self.follows("select_options")
+
+    def hijacked_by(self, hint: str, episode_seed: int) -> bool:
+        """Does the message just before this turn take the turn? Not when it names something clickable on this
+        page (that is advice, read as any other); otherwise with ``PREHINT_HIJACK``, drawn per turn."""
+        if any(mentions(hint, c) for c in self.clickables):
+            return False
+        key = f"sim-webshop-prehint:{self.task.identity()}:{episode_seed}:{self.round}"
+        return random.Random(hashlib.sha256(key.encode()).digest()).random() < PREHINT_HIJACK
+
+    def answer(self, hint: str) -> Message:
+        """A turn taken by a message: on a product page it buys at once; elsewhere the message's words become
+        the click (or, on the search page, the search)."""
+        words = " ".join(hint.split())[:60]
+        if self.page() == "item":
+            return self.click("buy now", "Buying now.")
+        if self.page() in ("search", "unknown"):
+            return self._call("search_action", words, "Searching for that.")
+        return self.click(words, "Clicking that.")
 
     def told_against(self, concept: str) -> bool:
         """An instruction against ``concept`` is followed: the sim makes the mistake it prevents."""
@@ -379,7 +419,7 @@ class _Shopper:
                 out.append(best)
         if "wrong_option" in self.flaws and out and not reread:
             i = int(self.p.u["pick"] * len(out)) % len(out)
-            for _, vals in product.options:
+            for _, vals in product.options if not self.told_value(out[i]) else ():
                 if out[i] in vals and len(vals) > 1:
                     j = vals.index(out[i])
                     out[i] = vals[j + 1] if j + 1 < len(vals) else vals[j - 1]
