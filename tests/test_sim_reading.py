@@ -159,15 +159,19 @@ def test_a_rewrite_runs_as_the_new_action_and_its_message_is_followed() -> None:
         env.close()
 
 
-def test_a_silent_rewrite_is_seen_as_the_real_target_sees_it() -> None:
+@pytest.mark.parametrize("followed", [0.0, 1.0])
+def test_a_silent_rewrite_is_seen_as_the_real_target_sees_it(monkeypatch: pytest.MonkeyPatch, followed: float) -> None:
     """A rewrite without a message (buy now -> the required color) shows the model what was done
     instead. As on the real target, a rewrite that completed the options lets the next buy through;
     one that did not is met by the same buy again (stubborn episodes, to the round limit) — and an
     episode that follows it (p = BLOCK_RESPONSIVENESS) selects what is still missing itself, which
-    the sim never did while it did not see silent rewrites."""
+    the sim never did while it did not see silent rewrites. Both ends are run here (no episode
+    follows; every episode does), not the calibrated share, so that 80 episodes show each outcome."""
     from benchmarks.panel import panel
+    from harness_gym.benchmarks.webshop import sim
     from harness_gym.harness.patch import parse_patch
 
+    monkeypatch.setattr(sim, "BLOCK_RESPONSIVENESS", followed)
     text = {n: t for n, _, t in panel("webshop")}["ws-rewrite-only"]
     env = HarnessEditEnv(benchmark="webshop", batch_size=10)
     outcomes = {"bought": 0, "looped": 0, "selected itself": 0}
@@ -190,7 +194,10 @@ def test_a_silent_rewrite_is_seen_as_the_real_target_sees_it() -> None:
                     outcomes["bought"] += 1
     finally:
         env.close()
-    assert all(outcomes.values()), outcomes
+    if followed:
+        assert outcomes["selected itself"] and outcomes["bought"] and not outcomes["looped"], outcomes
+    else:
+        assert outcomes["looped"] and outcomes["bought"] and not outcomes["selected itself"], outcomes
 
 
 def test_instructions_against_a_fix_are_recognised_in_other_phrasings() -> None:
