@@ -86,8 +86,11 @@ def test_smollm2_as_vllm_target(smol: str) -> None:
             first = asyncio.run(backend.generate(reqs))
             assert asyncio.run(backend.generate(reqs)) == first
 
+    engine = list(backend._engine)
+    assert engine, "the engine's processes were not found"
     ev, before, after = _run(backend, rerun)  # the evaluator closes the engine
     _check("vllm:", ev, before, after)
+    assert not [p for p in engine if p.is_running() and p.status() != "zombie"]  # close() ended them all
 
 
 def test_hf_prefix_cache_gives_the_replies_of_whole_prompts(smol: str) -> None:

@@ -62,6 +62,7 @@ class VLLMBackend(ChatBackend):
         # One engine step on a busy 2-core CPU can pass vLLM's 300 s default; the engine then dies
         # for good and every later request fails. An hour is a hang, not a slow step.
         os.environ.setdefault("VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS", "3600")
+        started = _engine_processes()
         try:
             self.llm = vllm.LLM(
                 model=config.path, max_model_len=config.max_model_len, dtype=config.dtype, seed=config.seed,
@@ -70,6 +71,8 @@ class VLLMBackend(ChatBackend):
             )
         except Exception as exc:
             raise BackendError(one_line(f"vllm:{config.path}: the engine did not start: {type(exc).__name__}: {exc}")) from exc
+        # the engine core and its workers are processes of their own; close() makes sure they end
+        self._engine = [p for pid, p in _engine_processes().items() if pid not in started]
         self.formatter = ChatFormatter(self.llm.get_tokenizer())
         self.stats = GenStats()
         self._lock = threading.Lock()
@@ -115,6 +118,42 @@ class VLLMBackend(ChatBackend):
             try:
                 if shutdown is not None and hasattr(shutdown, "shutdown"):
                     shutdown.shutdown()
-            except Exception:  # best effort: the engine process exits with ours anyway
+            except Exception:  # best effort: what is left is ended below
                 pass
+        # The engine core has outlived a shutdown (seen: a finished agreement run left it and its worker
+        # holding 3.4 GB for an hour, parent gone): whatever this backend started and is still running ends here.
+        engine, self._engine = getattr(self, "_engine", []), []
+        _end(engine)
+
+
+def _engine_processes() -> dict[int, object]:
+    """This process's descendants that are vLLM's (``VLLM::EngineCore``, ``VLLM::Worker``…), by pid."""
+    import psutil  # a dependency of vllm
+
+    out = {}
+    for p in psutil.Process().children(recursive=True):
+        try:
+            if "vllm" in p.name().lower() or any("vllm" in part.lower() for part in p.cmdline()[:3]):
+                out[p.pid] = p
+        except psutil.Error:  # ended meanwhile, or not ours to read
+            continue
+    return out
+
+
+def _end(processes: list[object], grace_s: float = 10.0) -> None:
+    """Terminate ``processes`` that still run, then kill those still there after ``grace_s``."""
+    import psutil
+
+    alive = [p for p in processes if p.is_running()]  # type: ignore[attr-defined]
+    for p in alive:
+        try:
+            p.terminate()  # type: ignore[attr-defined]
+        except psutil.Error:
+            pass
+    _, left = psutil.wait_procs(alive, timeout=grace_s)
+    for p in left:
+        try:
+            p.kill()
+        except psutil.Error:
+            pass
 
