@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import math
 
@@ -12,7 +13,7 @@ from harness_gym.evaluation import benchmarks as bm
 from harness_gym.evaluation.cache import RolloutCache
 from harness_gym.evaluation.evaluator import Evaluator
 from harness_gym.evaluation.stats import mean_ci, paired_ci, t975
-from harness_gym.models.base import SPLIT_WITHIN_S, ChatBackend, ChatRequest, ReplyMemo, RequestBatcher, Sampling
+from harness_gym.models.base import SPLIT_WITHIN_S, ChatBackend, ChatRequest, ReplyMemo, RequestBatcher, Sampling, request_key
 from harness_gym.models.factory import make_backend
 from harness_gym.runtime.trajectory import ENV_ERROR
 from harness_gym.types import ToolCall, assistant_message
@@ -312,3 +313,58 @@ def test_a_patch_that_changes_no_model_input_scores_zero_on_a_batch_sensitive_ta
     assert sum(r.reward for r in before) >= 3
     same = all([r.reward for r in after] == [r.reward for r in before] for after in afters)
     assert same is memo
+
+
+def test_the_memo_keys_every_input_and_shares_no_object() -> None:
+    """Tools, every sampling field and the roles are part of the key; neither the caller that asked first, nor one
+    that waited on it, nor a later one can change what another gets; the least recently *used* reply is dropped."""
+    backend = DriftingBackend()
+    batcher = RequestBatcher(backend, max_batch=8, memo=ReplyMemo(max_entries=3))
+    base = _req("a")
+    tools = ChatRequest(base.messages, [{"type": "function", "function": {"name": "t"}}], base.sampling, 0)
+    top_p = ChatRequest(base.messages, [], Sampling(top_p=0.5), 0)
+    length = ChatRequest(base.messages, [], Sampling(max_tokens=7), 0)
+    role = ChatRequest([{"role": "system", "content": "a"}], [], base.sampling, 0)
+    keys = {request_key(r) for r in (base, tools, top_p, length, role)}
+    assert len(keys) == 5
+    assert {f.name for f in dataclasses.fields(ChatRequest)} == {"messages", "tools", "sampling", "seed", "knowledge", "meta"}
+
+    async def go():
+        first, waiter = await asyncio.gather(batcher.submit(_req("x")), batcher.submit(_req("x")))
+        first["content"], waiter["content"] = "changed by the first", "changed by the waiter"
+        return await batcher.submit(_req("x"))
+
+    assert asyncio.run(go())["content"] == "call 1 seed 0"
+    for t in ("y", "z"):
+        asyncio.run(_one(batcher, _req(t)))
+    asyncio.run(_one(batcher, _req("x")))  # used again: now the most recent
+    asyncio.run(_one(batcher, _req("w")))  # a fourth reply drops the least recently used one, "y"
+    calls = backend.calls
+    asyncio.run(_one(batcher, _req("x")))
+    assert backend.calls == calls
+    asyncio.run(_one(batcher, _req("y")))
+    assert backend.calls == calls + 1
+
+
+def test_a_cancelled_caller_does_not_cancel_the_others_waiting_on_its_request() -> None:
+    backend = DriftingBackend()
+    batcher = RequestBatcher(backend, max_batch=8)
+
+    async def go():
+        first = asyncio.ensure_future(batcher.submit(_req("x")))
+        waiter = asyncio.ensure_future(batcher.submit(_req("x")))
+        await asyncio.sleep(0)
+        first.cancel()
+        reply = await waiter
+        return first.cancelled(), reply, await batcher.submit(_req("x"))
+
+    cancelled, reply, later = asyncio.run(go())
+    assert cancelled and reply["content"] == "call 1 seed 0" and later == reply and backend.calls == 1
+
+
+def test_real_backends_ask_for_the_memo() -> None:
+    from harness_gym.models.hf import HFBackend
+    from harness_gym.models.openai_compat import OpenAIBackend
+    from harness_gym.models.vllm_engine import VLLMBackend
+
+    assert HFBackend.memoize and VLLMBackend.memoize and OpenAIBackend.memoize

@@ -75,6 +75,8 @@ def test_ray_equals_local_and_k_patches_in_one_call(cluster: Any, setup: dict[st
         assert _view(got) == _view(want)
     assert [r.reward for r in runs[1]] != [r.reward for r in runs[0]], "the patches should change some outcome"
     assert ev.tasks_submitted >= 3 and ev.episodes_run == 18
+    # report()'s model counters, summed over workers (the sim keeps no reply memo: 0 hits)
+    assert ev.batcher.requests > 0 and ev.batcher.memo_hits == 0
     # cached on the driver: a repeat costs no task
     before = ev.tasks_submitted
     assert _view(ev.evaluate(setup["harnesses"][1], setup["tasks"], setup["seeds"])) == _view(local_runs[1])

@@ -78,10 +78,11 @@ def _worker_evaluator(cfg: WorkerConfig, spec: BenchmarkSpec | None) -> Any:
 def run_chunk(cfg: WorkerConfig, spec: BenchmarkSpec | None, harness: Harness, tasks: list[Any], seeds: list[int]) -> dict[str, Any]:
     """Run whole episodes in this process; plain dicts back (``EpisodeResult.to_dict()``)."""
     ev = _worker_evaluator(cfg, spec)
-    batches, requests = ev.batcher.batches, ev.batcher.requests
+    batches, requests, hits = ev.batcher.batches, ev.batcher.requests, ev.batcher.memo_hits
     results = ev.evaluate(harness, tasks, seeds)
     return {"results": [r.to_dict() for r in results], "pid": os.getpid(), "batches": ev.batcher.batches - batches,
-            "requests": ev.batcher.requests - requests, "layers": ev.sandbox.layers()}
+            "requests": ev.batcher.requests - requests, "memo_hits": ev.batcher.memo_hits - hits,
+            "layers": ev.sandbox.layers()}
 
 
 # --- driver side ------------------------------------------------------------------------
@@ -91,6 +92,7 @@ class _Counters:
 
     batches: int = 0
     requests: int = 0
+    memo_hits: int = 0  # each worker keeps its own reply memo (models/base.py)
 
 
 @dataclass
@@ -206,6 +208,7 @@ class RayEvaluator:
         self.episodes_run += sum(1 for r in results if not r.is_env_error)
         self.batcher.batches += payload["batches"]
         self.batcher.requests += payload["requests"]
+        self.batcher.memo_hits += payload.get("memo_hits", 0)
         if not self.sandbox.reported:
             self.sandbox.reported = list(payload["layers"])
         return results

@@ -16,13 +16,17 @@ request by everything a backend sees — messages, tools, sampling and seed — 
 it has answered before, or one already waiting, from that first answer (``ReplyMemo``: least
 recently used dropped beyond ``max_entries``). Within one evaluator, the same input always gets
 the same reply, and the requests of K patches that have not yet diverged from the baseline cost
-one model call, not K. Across evaluators (a rerun, a Ray worker) replies can still differ as the
-engine differs; leaderboard verification's ``tolerance`` is for that.
+one model call, not K. Not covered: across evaluators (a rerun; each Ray worker keeps its own
+memo, and a baseline and a patch may run on different workers) and a baseline whose episodes
+came from the rollout cache (a ``cache_dir`` written by another process, or kept longer than its
+replies) — there replies can still differ as the engine differs; leaderboard verification's
+``tolerance`` is for that.
 """
 from __future__ import annotations
 
 import asyncio
 import copy
+import dataclasses
 import hashlib
 import json
 import time
@@ -78,7 +82,7 @@ def request_key(request: ChatRequest) -> str:
     """sha256 of everything a real backend answers from: messages, tools, sampling and seed
     (``knowledge`` and ``meta`` are the sim's and the runtime's, never sent to a model)."""
     s = request.sampling
-    sampling = None if s is None else [s.temperature, s.top_p, s.max_tokens]
+    sampling = dataclasses.asdict(s) if dataclasses.is_dataclass(s) else s  # every field: one added later is keyed too
     body = json.dumps([request.messages, request.tools, sampling, int(request.seed)],
                       sort_keys=True, ensure_ascii=False, default=repr)
     return hashlib.sha256(body.encode("utf-8")).hexdigest()
@@ -152,7 +156,10 @@ class RequestBatcher:
         self._pending.append((request, fut))
         if self._worker is None or self._worker.done():
             self._worker = loop.create_task(self._drain())
-        return copy.deepcopy(await fut) if key is not None else await fut
+        if key is None:
+            return await fut
+        # shielded: cancelling this caller must not cancel the reply other callers wait on
+        return copy.deepcopy(await asyncio.shield(fut))
 
     def _settled(self, key: str, fut: asyncio.Future[Message]) -> None:
         """A memoized request's reply is kept (a failure is not: the next identical request tries again)."""
