@@ -31,8 +31,8 @@ import hashlib
 import json
 import time
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
 from collections import OrderedDict
+from dataclasses import dataclass, field
 from typing import Any
 
 from harness_gym.types import Message
@@ -166,7 +166,7 @@ class RequestBatcher:
         if self._waiting.get(key) is fut:
             del self._waiting[key]
         if self.memo is not None and not fut.cancelled() and fut.exception() is None:
-            self.memo.put(key, copy.deepcopy(fut.result()))
+            self.memo.put(key, fut.result())  # no caller holds this object: each gets its own copy
 
     async def _drain(self) -> None:
         while self._pending:
