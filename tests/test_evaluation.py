@@ -368,3 +368,53 @@ def test_real_backends_ask_for_the_memo() -> None:
     from harness_gym.models.vllm_engine import VLLMBackend
 
     assert HFBackend.memoize and VLLMBackend.memoize and OpenAIBackend.memoize
+
+
+def test_episodes_woken_by_one_batch_share_the_next_through_the_memo() -> None:
+    """A memoized reply reaches its episode some event-loop passes later than an unmemoized one (a shielded
+    future; a duplicate waiting on another's request), and episodes take a few passes more or less to reach
+    their next call. The batcher still cuts a batch only once every woken episode has asked: each round of
+    six episodes is one batch of six, not a batch of the quick ones and another of the slow."""
+    backend = DriftingBackend()
+    batcher = RequestBatcher(backend, max_batch=64)
+
+    async def episode(i: int) -> None:
+        for turn in range(3):
+            for _ in range(i % 3):  # hooks, a sandbox's bookkeeping: a few passes before the next call
+                await asyncio.sleep(0)
+            await batcher.submit(_req(f"episode {i} turn {turn}"))
+
+    async def go() -> None:
+        await asyncio.gather(*(episode(i) for i in range(6)))
+
+    asyncio.run(go())
+    assert backend.sizes == [6, 6, 6]
+
+
+def test_a_baseline_and_a_patch_share_batches_on_a_memoized_target() -> None:
+    """Global batching across harness versions holds on a target with the reply memo (the real targets): the
+    baseline's and a patched harness's episodes, evaluated together, meet in one batch."""
+    from harness_gym.evaluation.benchmarks import get_benchmark
+    from harness_gym.evaluation.evaluator import Evaluator
+    from harness_gym.harness.patch import parse_patch
+
+    spec = get_benchmark("dbbench")
+    tasks = spec.load_tasks("test", None)[:4]
+    backend = BatchSensitiveSim(calm=100)
+    sizes: list[int] = []
+    generate = backend.generate
+
+    async def counted(requests: list[ChatRequest]) -> list[dict]:
+        sizes.append(len(requests))
+        await asyncio.sleep(0.2)  # a model takes a while: episodes still setting up their worlds catch the next batch
+        return await generate(requests)
+
+    backend.generate = counted  # type: ignore[method-assign]
+    ev = Evaluator(spec, backend, world_backend="sqlite")
+    try:
+        base = spec.default_harness()
+        hint = "def make_pre_hint(ctx, nb):\n    return {'message': 'Call execute_sql with one SELECT statement now.'}\n"
+        ev.evaluate_many([base, parse_patch(hint, base).apply(base)], tasks, list(range(len(tasks))))
+    finally:
+        ev.close()
+    assert ev.batcher.memo is not None and max(sizes) == 2 * len(tasks)

@@ -114,6 +114,7 @@ class ReplyMemo:
         return len(self._replies)
 
 
+SETTLE_HOPS = 4  # event-loop passes with no new request before a batch is cut (RequestBatcher._gather)
 SPLIT_WITHIN_S = 5.0  # a batch whose generate call failed faster than this is split and retried in halves
 
 
@@ -170,12 +171,22 @@ class RequestBatcher:
 
     async def _drain(self) -> None:
         while self._pending:
-            # Let every runnable episode reach its next model call before batching.
-            await asyncio.sleep(0)
+            await self._gather()
             batch, self._pending = self._pending[: self.max_batch], self._pending[self.max_batch :]
             self.batches += 1
             self.requests += len(batch)
             await self._generate(batch)
+
+    async def _gather(self) -> None:
+        """Yield to the event loop until every runnable episode has reached its next model call:
+        until ``SETTLE_HOPS`` passes in a row bring no new request (or the batch is full). One pass
+        is not enough: a reply reaches its episode through a chain of callbacks (a shielded future,
+        a waiting duplicate), so episodes woken by the same batch arrive some passes apart, and a
+        batch cut too early splits harness versions that should share it."""
+        quiet, seen = 0, len(self._pending)
+        while quiet < SETTLE_HOPS and len(self._pending) < self.max_batch:
+            await asyncio.sleep(0)
+            quiet, seen = (quiet + 1, seen) if len(self._pending) == seen else (0, len(self._pending))
 
     async def _generate(self, batch: list[tuple[ChatRequest, asyncio.Future[Message]]]) -> None:
         """One ``generate`` call for ``batch``; if it fails, its halves are tried apart, so a request
