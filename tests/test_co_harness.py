@@ -340,9 +340,10 @@ def _without_file(diff: str, path: str) -> str:
 
 
 def test_policy_prompt_rewrite_costs_on_the_calibrated_webshop_sim():
-    """The WebShop sim charges for text as the real WebShop target does (docs/agreement_smol.md): co-harness's
-    rewrite of the system prompt's trained rules costs more than its guards and hints gain, and the same
-    patch without the prompt edit does better."""
+    """The WebShop sim charges for text as the real WebShop target does (docs/agreement_smol.md): the same
+    co-harness patch without its rewrite of the system prompt's trained rules does better than with it.
+    (Whether the whole patch gains is the sim's call per batch: on the real target co-harness's patches
+    gained +0.02…+0.06 Δ success over nine batches.)"""
     env = gym.make("HarnessEdit-WebShop-v0")
     try:
         obs, info = env.reset(seed=1)
@@ -355,7 +356,7 @@ def test_policy_prompt_rewrite_costs_on_the_calibrated_webshop_sim():
         env.reset(seed=1)
         _, lean, _, _, linfo = env.step(hooks_only)
         assert sinfo["patch_valid"] and linfo["patch_valid"], (sinfo["patch_error"], linfo["patch_error"])
-        assert full < 0 and lean > full, (full, lean)
+        assert lean > full, (full, lean)
     finally:
         env.close()
 

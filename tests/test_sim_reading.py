@@ -3,12 +3,16 @@
 - trigger-word-only advice (the sims' own concept words, in the prompt, skills or hints)
   earns nothing: mean Δ ≤ 0.02 per env (4 batches here; ``benchmarks/agreement.py`` has
   the ≥10-batch figure);
-- guards of the Harness-R1 demo's kind — unbounded blocks whose messages name the fix, in
-  the published phrasing and two written here — earn Δ > 0;
+- guards of the Harness-R1 demo's kind — unbounded blocks whose messages name the fix — earn
+  Δ > 0 where the real target rewards them: on DBBench and ALFWorld (no real evidence against)
+  every phrasing; on WebShop the published guard (which clicks the option for the agent), not
+  the two phrasings written here, which only block: the real agent resends a blocked ``buy now``
+  and lost with both (docs/agreement_smol.md);
 - a refused call is not resent to the round limit; a rewrite runs as the new action.
 """
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -74,16 +78,26 @@ def test_advice_counts_only_when_grounded_in_the_state() -> None:
     assert adv.weight("quote_identifiers", CONCEPTS) == 1.0
 
 
+# The real WebShop target (smol:webshop, 9 batches of 10, docs/agreement_smol.md): the published guard +0.111
+# Δ success; the two block-only phrasings written here -0.067 and -0.078 (a blocked ``buy now`` is resent to the
+# round limit, and a blocked purchase the fuzzy reward would have counted as a success is lost).
+REAL_WEBSHOP_LOSERS = {"webshop-guard-a", "webshop-guard-b"}
+
+
 @pytest.mark.parametrize("benchmark", ["webshop", "dbbench", "alfworld"])
-def test_unbounded_guards_that_name_the_fix_earn_a_positive_delta(benchmark: str) -> None:
+def test_unbounded_guards_that_name_the_fix_earn_a_positive_delta_where_the_real_target_does(benchmark: str) -> None:
     patches = guard_patches(benchmark)
     assert len(patches) >= (3 if benchmark == "webshop" else 2)
+    assert {n for n, _, _ in patches} >= (REAL_WEBSHOP_LOSERS if benchmark == "webshop" else set())
     runs = _deltas(benchmark, [text for _, _, text in patches])
     for i, (name, _, _) in enumerate(patches):
         assert all(r[i]["patch_valid"] for r in runs), runs[0][i].get("patch_error")
         metric = "delta_success" if benchmark == "webshop" else "delta_score"
         mean = sum(r[i][metric] for r in runs) / len(runs)
-        assert mean > 0, (name, mean)
+        if benchmark == "webshop" and name in REAL_WEBSHOP_LOSERS:
+            assert mean <= 0.02, (name, mean)  # what the real target loses, the sim does not pay for
+        else:
+            assert mean > 0, (name, mean)
 
 
 def test_the_published_demo_patch_is_the_unchanged_fixture() -> None:
@@ -443,3 +457,60 @@ def test_a_message_right_before_its_turn_takes_the_turn_unless_it_names_a_click(
     assert sum(r.reward for r in every) < 0.3 * sum(r.reward for r in base)
     assert all(echoed(r) == 0 for r in naming)
     assert not any("On this page select" in str(e.get("arguments")) for r in naming for e in r.events if e["kind"] == "step")
+
+
+_BUDGET_BLOCK = '''def hook(ctx, nb):
+    a = ctx["action"]
+    if a["tool"] == "click_action" and a["value_normalized"] == "buy now" and ctx["predicates"]["product_price_over_budget"]:
+        return {"type": "block_and_prompt", "message": "Too expensive for this task. Click '< prev' and open a cheaper item from the results."}
+    return None
+'''
+
+
+def test_webshop_reads_a_refusal_as_a_refusal_not_as_a_hint() -> None:
+    """The real WebShop agent followed no unbounded block's message (docs/sim_webshop.md, stop 33), a budget
+    block that says what to click included. The sim answers a refused ``buy now`` by going back in about
+    ``BLOCK_RESPONSIVENESS`` of the episodes and resends it otherwise; reading the block's words as a hint
+    (followed at p 0.7, before stop 33) sent it back in most."""
+    from harness_gym.benchmarks.webshop import sim
+    from harness_gym.evaluation.benchmarks import get_benchmark
+    from harness_gym.evaluation.evaluator import Evaluator
+    from harness_gym.harness.patch import parse_patch
+    from harness_gym.models.factory import make_backend
+
+    spec = get_benchmark("webshop")
+    tasks = spec.load_tasks("test", None)
+    base = spec.default_harness()
+    patch = json.dumps({"schema_version": "harness-r1-patch-v1", "benchmark": "webshop", "description": "budget block",
+                        "actions": [{"type": "add_code_hook", "hook": "on_before_action", "code": _BUDGET_BLOCK}]})
+    ev = Evaluator(spec, make_backend("sim"), world_backend="local")
+    try:
+        episodes = ev.evaluate(parse_patch(patch, base).apply(base), tasks, list(range(len(tasks))))
+    finally:
+        ev.close()
+    left = resent = 0
+    for ep in episodes:
+        events = [e for e in ep.events if e.get("kind") in ("effect", "step")]
+        first = next((i for i, e in enumerate(events) if e.get("type") == "block_and_prompt"), None)
+        if first is None or first + 1 >= len(events):
+            continue
+        after = events[first + 1]
+        if after.get("kind") == "effect":
+            resent += 1
+        elif "< prev" in str(after.get("arguments")):
+            left += 1
+    assert left + resent >= 10, (left, resent)
+    assert left / (left + resent) <= 2 * sim.BLOCK_RESPONSIVENESS, (left, resent)
+
+
+def test_webshop_clicks_the_values_a_pre_hint_names() -> None:
+    """A pre-hint on the product page naming the instruction's option values (the panel's options pre-hint):
+    the real agent clicked exactly the named values and gained (+0.067 Δ success over nine batches,
+    docs/agreement_smol.md). The sim follows it too — it no longer forgets a value the advice names when
+    the extra text distracts it (a slip), which before stop 33 made this patch lose on the sim (-0.067)."""
+    from benchmarks.panel import WEBSHOP_VARIANTS, _patch
+
+    _, hooks = WEBSHOP_VARIANTS["ws-hint-options-prehint"]
+    runs = _deltas("webshop", [_patch("webshop", "options pre-hint", hooks)], batches=10)
+    assert all(r[0]["patch_valid"] for r in runs)
+    assert sum(r[0]["delta_success"] for r in runs) / len(runs) > 0

@@ -48,8 +48,11 @@ AGAINST: dict[str, re.Pattern[str]] = {
 # skip_options 0.06 (was 0.18): the real WebShop target rarely buys with a required option unselected
 # (the example buy guard, which blocks only that, fixed 2 of 100 real tasks) and its baseline is 45.5%
 # of the 200 test tasks, where 0.18 gave the sim 38.5% and 0.06 gives 45.0% (docs/agreement_smol.md).
-FLAWS = {"skip_options": 0.06, "over_budget": 0.12, "near_miss": 0.30, "search_loop": 0.12, "stall": 0.09,
-         "repeat_click": 0.06, "invalid_click": 0.08, "text_only": 0.06, "wrong_option": 0.18}
+# wrong_option 0.40, near_miss 0.12 (0.18 and 0.30 before stop 33): 11 of the real target's 34 purchases in
+# batches 5-8 had an option value the instruction does not name (the sim at 0.18: 3 of 35), and only 2 of its
+# 12 failed purchases failed otherwise (a wrong product); the pair keeps the split's baseline at 45.0%.
+FLAWS = {"skip_options": 0.06, "over_budget": 0.12, "near_miss": 0.12, "search_loop": 0.12, "stall": 0.09,
+         "repeat_click": 0.06, "invalid_click": 0.08, "text_only": 0.06, "wrong_option": 0.40}
 VOCAB = vocabulary(CONCEPTS)
 NAV = ("buy now", "< prev", "back to search", "next >", "description", "features", "reviews")
 _NUMBER = re.compile(r"\$\s?\d|\b\d+(?:\.\d+)?\s*(?:dollars|usd)\b", re.IGNORECASE)
@@ -179,7 +182,10 @@ def respond(request: ChatRequest) -> Message:
     task: WebShopTask = request.knowledge
     persona = Persona.draw(task, int(request.meta.get("episode_seed", 0)))
     turns, obs, clickables, hook_texts = read_history(request.messages)
-    advice = _advice(request, hook_texts)
+    # a refused or replaced call's message is a refusal, read by ``told_by_block`` (BLOCK_RESPONSIVENESS), not
+    # advice followed like a hint: the real agent ignored every one of them (stop 33, docs/sim_webshop.md)
+    refusals = {a for t in turns if t.blocked or t.rewritten for a in t.advice}
+    advice = _advice(request, [h for h in hook_texts if h not in refusals])
     agent = _Shopper(task, get_catalog(task.catalog), persona, turns, obs, clickables, advice,
                      int(request.meta.get("round", 0)))
     advice.vocab, advice.ground, advice.against = VOCAB, agent.grounds, AGAINST
@@ -424,8 +430,8 @@ class _Shopper:
                     j = vals.index(out[i])
                     out[i] = vals[j + 1] if j + 1 < len(vals) else vals[j - 1]
                     break
-        if out and not intrinsic_only and self.slipped():
-            out = out[:-1]  # a slip: one option forgotten
+        if out and not intrinsic_only and self.slipped() and not self.told_value(out[-1]):
+            out = out[:-1]  # a slip: one option forgotten (not one the advice it follows names)
         return out
 
     def on_item(self) -> Message:
