@@ -339,7 +339,7 @@ def _without_file(diff: str, path: str) -> str:
     return "".join(s for s in sections if s and f"+++ b/{path}" not in s)
 
 
-def test_policy_prompt_rewrite_costs_on_the_calibrated_webshop_sim():
+def test_policy_prompt_rewrite_costs_more_than_the_hooks_alone_on_the_calibrated_webshop_sim():
     """The WebShop sim charges for text as the real WebShop target does (docs/agreement_smol.md): the same
     co-harness patch without its rewrite of the system prompt's trained rules does better than with it.
     (Whether the whole patch gains is the sim's call per batch: on the real target co-harness's patches

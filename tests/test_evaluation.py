@@ -414,7 +414,10 @@ def test_a_baseline_and_a_patch_share_batches_on_a_memoized_target() -> None:
     try:
         base = spec.default_harness()
         hint = "def make_pre_hint(ctx, nb):\n    return {'message': 'Call execute_sql with one SELECT statement now.'}\n"
-        ev.evaluate_many([base, parse_patch(hint, base).apply(base)], tasks, list(range(len(tasks))))
+        both = [base, parse_patch(hint, base).apply(base)]
+        ev.evaluate_many(both, tasks, list(range(len(tasks))))  # warms the hook sandbox: its start-up is not the point
+        sizes.clear()
+        ev.evaluate_many(both, tasks, [100 + i for i in range(len(tasks))])  # other seeds: new requests, not the memo's
     finally:
         ev.close()
-    assert ev.batcher.memo is not None and max(sizes) == 2 * len(tasks)
+    assert ev.batcher.memo is not None and max(sizes) == 2 * len(tasks), sizes

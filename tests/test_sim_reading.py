@@ -78,8 +78,8 @@ def test_advice_counts_only_when_grounded_in_the_state() -> None:
     assert adv.weight("quote_identifiers", CONCEPTS) == 1.0
 
 
-# The real WebShop target (smol:webshop, 9 batches of 10, docs/agreement_smol.md): the published guard +0.111
-# Δ success; the two block-only phrasings written here -0.067 and -0.078 (a blocked ``buy now`` is resent to the
+# The real WebShop target (smol:webshop, 10 batches of 10, docs/agreement_smol.md): the published guard +0.100
+# Δ success; the two block-only phrasings written here -0.080 and -0.090 (a blocked ``buy now`` is resent to the
 # round limit, and a blocked purchase the fuzzy reward would have counted as a success is lost).
 REAL_WEBSHOP_LOSERS = {"webshop-guard-a", "webshop-guard-b"}
 
@@ -500,12 +500,13 @@ def test_webshop_reads_a_refusal_as_a_refusal_not_as_a_hint() -> None:
         elif "< prev" in str(after.get("arguments")):
             left += 1
     assert left + resent >= 10, (left, resent)
-    assert left / (left + resent) <= 2 * sim.BLOCK_RESPONSIVENESS, (left, resent)
+    # followed sometimes (p 0.1 per episode; 3 of 17 here), never in most episodes (11 of 17 before stop 33)
+    assert left >= 1 and left / (left + resent) <= 3 * sim.BLOCK_RESPONSIVENESS, (left, resent)
 
 
 def test_webshop_clicks_the_values_a_pre_hint_names() -> None:
     """A pre-hint on the product page naming the instruction's option values (the panel's options pre-hint):
-    the real agent clicked exactly the named values and gained (+0.067 Δ success over nine batches,
+    the real agent clicked exactly the named values and gained (+0.05 Δ success over ten batches,
     docs/agreement_smol.md). The sim follows it too — it no longer forgets a value the advice names when
     the extra text distracts it (a slip), which before stop 33 made this patch lose on the sim (-0.067)."""
     from benchmarks.panel import WEBSHOP_VARIANTS, _patch
