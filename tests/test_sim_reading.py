@@ -12,7 +12,6 @@
 """
 from __future__ import annotations
 
-import json
 import re
 
 import pytest
@@ -472,6 +471,7 @@ def test_webshop_reads_a_refusal_as_a_refusal_not_as_a_hint() -> None:
     block that says what to click included. The sim answers a refused ``buy now`` by going back in about
     ``BLOCK_RESPONSIVENESS`` of the episodes and resends it otherwise; reading the block's words as a hint
     (followed at p 0.7, before stop 33) sent it back in most."""
+    from benchmarks.panel import _patch
     from harness_gym.benchmarks.webshop import sim
     from harness_gym.evaluation.benchmarks import get_benchmark
     from harness_gym.evaluation.evaluator import Evaluator
@@ -481,8 +481,7 @@ def test_webshop_reads_a_refusal_as_a_refusal_not_as_a_hint() -> None:
     spec = get_benchmark("webshop")
     tasks = spec.load_tasks("test", None)
     base = spec.default_harness()
-    patch = json.dumps({"schema_version": "harness-r1-patch-v1", "benchmark": "webshop", "description": "budget block",
-                        "actions": [{"type": "add_code_hook", "hook": "on_before_action", "code": _BUDGET_BLOCK}]})
+    patch = _patch("webshop", "budget block", {"on_before_action": _BUDGET_BLOCK})
     ev = Evaluator(spec, make_backend("sim"), world_backend="local")
     try:
         episodes = ev.evaluate(parse_patch(patch, base).apply(base), tasks, list(range(len(tasks))))

@@ -160,7 +160,7 @@ def read_history(messages: list[Message]) -> tuple[list[Turn], str, list[str], l
                 args = call.arguments if isinstance(call.arguments, dict) else {}
                 turn.tool, turn.value = call.name, str(next(iter(args.values()), "")) if args else ""
             turns.append(turn)
-        elif role == "user" and text and not text.startswith(("No valid tool call", "Task limit")) and not is_notice(text):
+        elif _is_hook_message(msg, text):
             advice.append(text)
             if turns and turns[-1].after_obs is None:
                 turns[-1].advice.append(text)
@@ -195,14 +195,17 @@ def respond(request: ChatRequest) -> Message:
     return agent.guarded(agent.act())
 
 
+def _is_hook_message(msg: Message, text: str) -> bool:
+    """A user message a hook wrote (a hint, a block's or a rewrite's message): not an observation, not the
+    runtime's own notices."""
+    return (msg.get("role") == "user" and bool(text) and _parse_obs(text) is None and not is_notice(text)
+            and not text.startswith(("No valid tool call", "Task limit")))
+
+
 def _pre_hint(messages: list[Message]) -> str | None:
     """The text of a hook's message placed right before this turn (``make_pre_hint``), if the last message is one."""
-    if not messages or messages[-1].get("role") != "user":
-        return None
-    text = str(messages[-1].get("content") or "")
-    if not text or _parse_obs(text) is not None or is_notice(text) or text.startswith(("No valid tool call", "Task limit")):
-        return None
-    return text
+    text = str(messages[-1].get("content") or "") if messages else ""
+    return text if messages and _is_hook_message(messages[-1], text) else None
 
 
 def price_of(tag: str) -> float:
