@@ -391,6 +391,35 @@ def test_episodes_woken_by_one_batch_share_the_next_through_the_memo() -> None:
     assert backend.sizes == [6, 6, 6]
 
 
+def test_episodes_in_a_hook_call_are_waited_for_within_a_bound() -> None:
+    """Between two model calls an episode may wait on I/O — a hook's sandbox, a world's server — which no
+    number of event-loop passes waits out. Episodes the batcher counts (``episode()``, as the Evaluator runs
+    them) are waited for until all have asked, so six episodes a few milliseconds apart share each round's
+    batch (with passes alone: a batch per episode); one stuck far longer than ``SETTLE_WAIT_S`` does not hold
+    the others back."""
+    from harness_gym.models.base import SETTLE_WAIT_S
+
+    def run(io_s) -> list[int]:
+        backend = DriftingBackend()
+        batcher = RequestBatcher(backend, max_batch=64)
+
+        async def episode(i: int) -> None:
+            async with batcher.episode():
+                for turn in range(3):
+                    await asyncio.sleep(io_s(i))  # a hook's pipe I/O: a timer, not a pass
+                    await batcher.submit(_req(f"episode {i} turn {turn}"))
+
+        async def go() -> None:
+            await asyncio.gather(*(episode(i) for i in range(6)))
+
+        asyncio.run(go())
+        return backend.sizes
+
+    assert run(lambda i: 0.003 * i) == [6, 6, 6]
+    stuck = run(lambda i: 8 * SETTLE_WAIT_S if i == 5 else 0.0)
+    assert stuck[0] == 5 and sum(stuck) == 18 and 6 not in stuck, stuck
+
+
 def test_a_baseline_and_a_patch_share_batches_on_a_memoized_target() -> None:
     """Global batching across harness versions holds on a target with the reply memo (the real targets): the
     baseline's and a patched harness's episodes, evaluated together, meet in one batch."""

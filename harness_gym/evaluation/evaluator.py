@@ -90,7 +90,7 @@ class Evaluator:
         return [out[k] for k in keys]
 
     async def _episode(self, harness: Harness, task: Any, seed: int, sem: asyncio.Semaphore) -> EpisodeResult:
-        async with sem:
+        async with sem, self.batcher.episode():
             hooks = HookRunner(harness, self.sandbox)
             error = ""
             for _attempt in range(self.retries + 1):

@@ -25,6 +25,7 @@ replies) — there replies can still differ as the engine differs; leaderboard v
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import dataclasses
 import hashlib
@@ -33,7 +34,7 @@ import time
 from abc import ABC, abstractmethod
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, AsyncIterator
 
 from harness_gym.types import Message
 
@@ -115,6 +116,7 @@ class ReplyMemo:
 
 
 SETTLE_HOPS = 4  # event-loop passes with no new request before a batch is cut (RequestBatcher._gather)
+SETTLE_WAIT_S = 0.05  # at most this long, a batch waits for running episodes still in a hook or a world step
 SPLIT_WITHIN_S = 5.0  # a batch whose generate call failed faster than this is split and retried in halves
 
 
@@ -122,7 +124,9 @@ class RequestBatcher:
     """Coalesces concurrent ``submit`` calls into batched ``generate`` calls.
 
     Requests that arrive while a batch is being generated wait for the next batch, so a
-    backend always sees every request that is ready, up to ``max_batch``. With ``memo`` (by
+    backend always sees every request that is ready, up to ``max_batch``; a batch is cut once
+    every episode running under ``episode()`` has asked or ended (``SETTLE_WAIT_S`` at most,
+    ``_gather``), so the episodes of every harness version in an evaluation share it. With ``memo`` (by
     default, the backend's ``memoize``) a request answered before, or already waiting, is served
     from that answer and never reaches the backend (module doc, Reply memo).
     """
@@ -136,11 +140,38 @@ class RequestBatcher:
         self._pending: list[tuple[ChatRequest, asyncio.Future[Message]]] = []
         self._waiting: dict[str, asyncio.Future[Message]] = {}  # memo key → the future of its first request
         self._worker: asyncio.Task[None] | None = None
+        self._active = 0  # episodes inside ``episode()``
+        self._asking = 0  # callers inside ``submit`` (waiting on a reply, their own or a duplicate's)
+        self._changed: asyncio.Event | None = None  # set when a caller asks or an episode ends
         self.batches = 0
         self.requests = 0
         self.memo_hits = 0  # requests served by the memo (counted in neither batches nor requests)
 
+    @contextlib.asynccontextmanager
+    async def episode(self) -> AsyncIterator[None]:
+        """Count one running episode while inside: a batch waits (``SETTLE_WAIT_S`` at most) until every
+        counted episode has asked for its next reply or ended, so episodes whose hooks run in a sandbox
+        (pipe I/O the event loop waits on) still share a batch with those that asked first."""
+        self._active += 1
+        try:
+            yield
+        finally:
+            self._active -= 1
+            self._notify()
+
+    def _notify(self) -> None:
+        if self._changed is not None:
+            self._changed.set()
+
     async def submit(self, request: ChatRequest) -> Message:
+        self._asking += 1
+        self._notify()
+        try:
+            return await self._submit(request)
+        finally:
+            self._asking -= 1
+
+    async def _submit(self, request: ChatRequest) -> Message:
         key = request_key(request) if self.memo is not None else None
         if key is not None:
             known = self.memo.get(key)
@@ -178,15 +209,29 @@ class RequestBatcher:
             await self._generate(batch)
 
     async def _gather(self) -> None:
-        """Yield to the event loop until every runnable episode has reached its next model call:
-        until ``SETTLE_HOPS`` passes in a row bring no new request (or the batch is full). One pass
-        is not enough: a reply reaches its episode through a chain of callbacks (a shielded future,
-        a waiting duplicate), so episodes woken by the same batch arrive some passes apart, and a
-        batch cut too early splits harness versions that should share it."""
+        """Wait until every running episode has reached its next model call, or the batch is full.
+
+        First yield until ``SETTLE_HOPS`` event-loop passes in a row bring no new request: a reply
+        reaches its episode through a chain of callbacks (a shielded future, a waiting duplicate), so
+        episodes woken by the same batch arrive some passes apart. Then, while episodes counted by
+        ``episode()`` have not all asked (one is in a hook's sandbox call or a world step, which no
+        number of passes waits out), wait for them, ``SETTLE_WAIT_S`` at most. A batch cut too early
+        splits the harness versions that should share it (and with them the reply memo's reuse)."""
         quiet, seen = 0, len(self._pending)
         while quiet < SETTLE_HOPS and len(self._pending) < self.max_batch:
             await asyncio.sleep(0)
             quiet, seen = (quiet + 1, seen) if len(self._pending) == seen else (0, len(self._pending))
+        self._changed = asyncio.Event()  # made here, in the running loop (the batcher may outlive a loop)
+        deadline = time.monotonic() + SETTLE_WAIT_S
+        while self._asking < self._active and len(self._pending) < self.max_batch:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            self._changed.clear()
+            try:
+                await asyncio.wait_for(self._changed.wait(), left)
+            except TimeoutError:
+                break
 
     async def _generate(self, batch: list[tuple[ChatRequest, asyncio.Future[Message]]]) -> None:
         """One ``generate`` call for ``batch``; if it fails, its halves are tried apart, so a request
