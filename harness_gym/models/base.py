@@ -230,7 +230,7 @@ class RequestBatcher:
             self._changed.clear()
             try:
                 await asyncio.wait_for(self._changed.wait(), left)
-            except TimeoutError:
+            except asyncio.TimeoutError:  # not the builtin TimeoutError before Python 3.11
                 break
 
     async def _generate(self, batch: list[tuple[ChatRequest, asyncio.Future[Message]]]) -> None:
