@@ -105,10 +105,7 @@ def test_block_rewrite_and_post_step_hint_order():
     world.reset(TASK)
     world.act("search[" + TASK.goal["query"] + "]")
     first = world.clickables()[2]
-    res, model = run(_asin_script([("click", first), ("click", "buy now"), ("click", "pleasebuy")]), BLOCK)
-    # the sim target learns which messages were refusals from the runtime (meta, never sent to a model): the
-    # block's, not the hint's, though both follow a call whose page did not change
-    assert [r.meta["refusals"] for r in model.seen] == [(), (), (), ("BLOCKED: select options first.",)]
+    res, _ = run(_asin_script([("click", first), ("click", "buy now"), ("click", "pleasebuy")]), BLOCK)
     roles = [(m["role"], (m.get("content") or "")[:20]) for m in res.messages]
     contents = [m.get("content") or "" for m in res.messages]
     i_hint = contents.index("HINT after the step")
@@ -166,39 +163,3 @@ def test_ctx_has_every_harness_r1_field():
     for name, group in zip(("action", "state", "task", "predicates", "webshop"), groups):
         assert set(group.split()) == CTX_FIELDS[name], name
     assert msg.endswith("PAGE search_results 19")
-
-
-BLOCK_THEN_HINT = '''def on_before_action(ctx, nb):
-    if ctx["action"]["value_normalized"] == "buy now" and not nb.get("blocked"):
-        nb["blocked"] = True
-        return {"type": "block_and_prompt", "message": "BLOCKED: not yet."}
-    return None
-
-def on_post_step(ctx, nb):
-    if nb.get("blocked") and not nb.get("hinted"):
-        nb["hinted"] = True
-        return {"type": "inject_hint", "message": "HINT: that click changed nothing."}
-    return None
-'''
-
-
-def test_the_sim_tells_a_refusal_from_a_hint_after_an_unchanged_page():
-    """A block's message and a post-step hint after a click that left the page as it was sit in the same place
-    (between the call and the unchanged observation); a real model tells them apart by their words, the sim by
-    the runtime's ``meta["refusals"]``. Before, it took both for refusals and never followed such a hint."""
-    from harness_gym.benchmarks.webshop.sim import read_history
-
-    world = WebShopWorld()
-    world.reset(TASK)
-    world.act("search[" + TASK.goal["query"] + "]")
-    first = world.clickables()[2]
-    res, model = run(_asin_script([("click", first), ("click", "buy now"), ("click", "no-such-button"), ("text", "x")]),
-                     BLOCK_THEN_HINT)
-    last = model.seen[-1]
-    turns, _, _, advice = read_history(last.messages, frozenset(last.meta["refusals"]))
-    buy, odd = turns[2], turns[3]
-    assert (buy.value, odd.value) == ("buy now", "no-such-button")
-    # the layout alone does not tell them apart: each page is unchanged and each turn carries a hook's message
-    assert buy.after_obs == buy.obs and odd.after_obs == odd.obs and buy.advice and odd.advice
-    assert buy.blocked and buy.refusals == ["BLOCKED: not yet."]
-    assert not odd.blocked and odd.refusals == [] and "HINT: that click changed nothing." in advice

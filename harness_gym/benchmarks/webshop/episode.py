@@ -92,7 +92,6 @@ async def run_episode(
     keep_last = int(cfg.get("history_window", 0))
     text_only_message = str(cfg.get("text_only_message", "You must call a tool! NEVER respond with only text."))
 
-    refusals: list[str] = []  # the messages of refused or replaced calls, for the sim target (meta, never sent)
     action: str | None = None
     call_id: str | None = None
     forced: str | None = None
@@ -112,7 +111,7 @@ async def run_episode(
         request = ChatRequest(
             messages=window(messages, keep_last), tools=tools, sampling=sampling,
             seed=derive_seed(seed, result.task_identity, rnd), knowledge=task,
-            meta={"benchmark": "webshop", "round": rnd, "episode_seed": seed, "refusals": tuple(refusals)},
+            meta={"benchmark": "webshop", "round": rnd, "episode_seed": seed},
         )
         reply = clean_reply(await submit(request))
         messages.append(reply)
@@ -140,14 +139,12 @@ async def run_episode(
         for eff in await ep.hook("on_before_action", ctx, rnd):
             if eff["type"] == "block_and_prompt":
                 messages.append({"role": "user", "content": eff["message"]})
-                refusals.append(eff["message"])
                 ep.note(rnd, "on_before_action", eff, True, "block: user message, no env step")
                 blocked = True
                 break
             final = wrap_action(eff["action"], call.name)
             if eff.get("message"):
                 messages.append({"role": "user", "content": eff["message"]})
-                refusals.append(eff["message"])
             ep.note(rnd, "on_before_action", eff, True, f"action replaced by {final}")
         action = final
         if blocked or final is None:

@@ -110,7 +110,6 @@ class Turn:
     executed: str | None = None
     after_obs: str | None = None
     advice: list[str] = field(default_factory=list)
-    refusals: list[str] = field(default_factory=list)  # the advice a hook sent as it refused or replaced this call
 
     @property
     def action(self) -> str:
@@ -124,9 +123,8 @@ class Turn:
 
     @property
     def blocked(self) -> bool:
-        """A call a hook refused (block or guard): its observation did not change and a refusal was sent. A hint
-        after a step that left the page as it was is not a refusal."""
-        return bool(self.tool) and self.after_obs == self.obs and bool(self.refusals) and self.executed == self.action
+        """A call whose observation did not change while a hook spoke (block or guard)."""
+        return bool(self.tool) and self.after_obs == self.obs and bool(self.advice) and self.executed == self.action
 
 
 def _parse_obs(text: str) -> tuple[str | None, str, list[str]] | None:
@@ -141,11 +139,8 @@ def _parse_obs(text: str) -> tuple[str | None, str, list[str]] | None:
     return m.group("action"), m.group("obs"), clickables
 
 
-def read_history(messages: list[Message], refusals: frozenset[str] = frozenset()) -> tuple[list[Turn], str, list[str], list[str]]:
-    """Turns so far, the current observation and clickables, and hook advice texts. ``refusals`` are the texts the
-    runtime sent as a hook refused or replaced a call (``meta["refusals"]``): the sim's stand-in for reading, as a
-    real model would, whether a message says "not allowed" or "try this" — the layout alone does not tell them
-    apart (a hint after a step that left the page unchanged sits where a block's message does)."""
+def read_history(messages: list[Message]) -> tuple[list[Turn], str, list[str], list[str]]:
+    """Turns so far, the current observation and clickables, and hook advice texts."""
     turns: list[Turn] = []
     obs, clickables = "", list[str]()
     advice: list[str] = []
@@ -169,8 +164,6 @@ def read_history(messages: list[Message], refusals: frozenset[str] = frozenset()
             advice.append(text)
             if turns and turns[-1].after_obs is None:
                 turns[-1].advice.append(text)
-                if text in refusals:
-                    turns[-1].refusals.append(text)
     return turns, obs, clickables, advice
 
 
@@ -188,10 +181,10 @@ def _advice(request: ChatRequest, hook_texts: list[str]) -> Advice:
 def respond(request: ChatRequest) -> Message:
     task: WebShopTask = request.knowledge
     persona = Persona.draw(task, int(request.meta.get("episode_seed", 0)))
+    turns, obs, clickables, hook_texts = read_history(request.messages)
     # a refused or replaced call's message is a refusal, read by ``told_by_block`` (BLOCK_RESPONSIVENESS), not
     # advice followed like a hint: the real agent ignored every one of them (stop 33, docs/sim_webshop.md)
-    refusals = frozenset(str(text) for text in request.meta.get("refusals", ()))
-    turns, obs, clickables, hook_texts = read_history(request.messages, refusals)
+    refusals = {a for t in turns if t.blocked or t.rewritten for a in t.advice}
     advice = _advice(request, [h for h in hook_texts if h not in refusals])
     agent = _Shopper(task, get_catalog(task.catalog), persona, turns, obs, clickables, advice,
                      int(request.meta.get("round", 0)))
@@ -234,7 +227,7 @@ class _Shopper:
         return self.advice.follows(concept, CONCEPTS, self.p.u[concept], responsiveness)
 
     def told_by_block(self, concept: str) -> bool:
-        units = [a for t in self.turns for a in t.refusals]
+        units = [a for t in self.turns if t.blocked or t.rewritten for a in t.advice]
         return Advice(units, ground=self.grounds, vocab=VOCAB, against=AGAINST).follows(
             concept, CONCEPTS, self.p.u["block"], BLOCK_RESPONSIVENESS)
 
