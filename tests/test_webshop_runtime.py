@@ -163,3 +163,49 @@ def test_ctx_has_every_harness_r1_field():
     for name, group in zip(("action", "state", "task", "predicates", "webshop"), groups):
         assert set(group.split()) == CTX_FIELDS[name], name
     assert msg.endswith("PAGE search_results 19")
+
+
+_TWIN_MESSAGE = "That is not one of the clickables: click exactly one of the available values."
+_TWIN_ODD = '''def odd(ctx):
+    a, st = ctx["action"], ctx["state"]
+    if a["tool"] == "search_action":
+        return not st["has_search_bar"]
+    return a["value_normalized"] not in [c.lower() for c in st["clickables"]]
+
+'''
+_TWIN_BLOCK = _TWIN_ODD + f'''def on_before_action(ctx, nb):
+    if odd(ctx):
+        return {{"type": "block_and_prompt", "message": {_TWIN_MESSAGE!r}}}
+    return None
+'''
+_TWIN_HINT = _TWIN_ODD + f'''def on_before_action(ctx, nb):
+    nb["odd"] = odd(ctx)
+    return None
+
+def on_post_step(ctx, nb):
+    if nb.get("odd"):
+        return {{"type": "inject_hint", "message": {_TWIN_MESSAGE!r}}}
+    return None
+'''
+
+
+def test_the_sim_answers_what_the_model_sees_not_how_a_hook_made_it():
+    """A block of an action the page does not offer, and the same action let run (the page does not change)
+    followed by the block's words as a post-step hint, show the model the same conversation. A real target
+    answers both alike, so the sim must too: it reads the transcript, never the hook's effect type (a sim told
+    which messages were refusals, as one stop-34 attempt was, answered 91 of 300 such twins differently)."""
+    from harness_gym.evaluation.evaluator import Evaluator
+    from harness_gym.models.factory import make_backend
+
+    tasks = SPEC.load_tasks("test", None)[:60]
+    base = SPEC.default_harness()
+    twins = [parse_patch(p, base).apply(base) for p in (_TWIN_BLOCK, _TWIN_HINT)]
+    ev = Evaluator(SPEC, make_backend("sim"), world_backend="local")
+    try:
+        blocked, hinted = ev.evaluate_many(twins, tasks, list(range(len(tasks))))
+    finally:
+        ev.close()
+    fired = [a for a in blocked if any(e.get("type") == "block_and_prompt" for e in a.events)]
+    assert len(fired) >= 5, len(fired)  # the sim does click what is not there, now and then
+    for a, b in zip(blocked, hinted):
+        assert a.messages == b.messages and a.reward == b.reward, a.task_id
