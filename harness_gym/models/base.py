@@ -117,6 +117,7 @@ class ReplyMemo:
 
 SETTLE_HOPS = 4  # event-loop passes with no new request before a batch is cut (RequestBatcher._gather)
 SETTLE_WAIT_S = 0.05  # at most this long, a batch waits for running episodes still in a hook or a world step
+SETTLE_SHARE = 0.25  # ... and at most this share of the last generate call's time (a fast target barely waits)
 SPLIT_WITHIN_S = 5.0  # a batch whose generate call failed faster than this is split and retried in halves
 
 
@@ -143,6 +144,7 @@ class RequestBatcher:
         self._active = 0  # episodes inside ``episode()``
         self._asking = 0  # callers inside ``submit`` (waiting on a reply, their own or a duplicate's)
         self._changed: asyncio.Event | None = None  # set when a caller asks or an episode ends
+        self._last_generate_s = float("inf")  # how long the last generate call took (none yet: assume slow)
         self.batches = 0
         self.requests = 0
         self.memo_hits = 0  # requests served by the memo (counted in neither batches nor requests)
@@ -215,14 +217,16 @@ class RequestBatcher:
         reaches its episode through a chain of callbacks (a shielded future, a waiting duplicate), so
         episodes woken by the same batch arrive some passes apart. Then, while episodes counted by
         ``episode()`` have not all asked (one is in a hook's sandbox call or a world step, which no
-        number of passes waits out), wait for them, ``SETTLE_WAIT_S`` at most. A batch cut too early
-        splits the harness versions that should share it (and with them the reply memo's reuse)."""
+        number of passes waits out), wait for them: ``SETTLE_WAIT_S`` at most, and at most
+        ``SETTLE_SHARE`` of the last generate call's time, so a target that answers in milliseconds
+        (the sim) is not slowed to the pace of its slowest hook. A batch cut too early splits the
+        harness versions that should share it (and with them the reply memo's reuse)."""
         quiet, seen = 0, len(self._pending)
         while quiet < SETTLE_HOPS and len(self._pending) < self.max_batch:
             await asyncio.sleep(0)
             quiet, seen = (quiet + 1, seen) if len(self._pending) == seen else (0, len(self._pending))
         self._changed = asyncio.Event()  # made here, in the running loop (the batcher may outlive a loop)
-        deadline = time.monotonic() + SETTLE_WAIT_S
+        deadline = time.monotonic() + min(SETTLE_WAIT_S, SETTLE_SHARE * self._last_generate_s)
         while self._asking < self._active and len(self._pending) < self.max_batch:
             left = deadline - time.monotonic()
             if left <= 0:
@@ -242,6 +246,7 @@ class RequestBatcher:
         started = time.monotonic()
         try:
             replies = await self.backend.generate([r for r, _ in batch])
+            self._last_generate_s = time.monotonic() - started
             if len(replies) != len(batch):
                 raise RuntimeError(f"backend {self.backend.name} returned {len(replies)} replies for {len(batch)} requests")
         except asyncio.CancelledError as exc:
