@@ -26,14 +26,23 @@ def _deltas(env: gym.Env, policy: str | None = None, patch: str | None = None, e
     return out
 
 
+# Examples the calibrated sim does not pay for, and why (what they did to the real DBBench target, stop 35):
+# the stage guards inject a cast hint after every good query, right before the commit — the real agent copied
+# its words or the value again into half those answers (−0.050 over eighteen real batches, 0 fixed, 9 broken).
+NOT_PAID = {"dbbench_stage_guards"}
+
+
 @pytest.mark.parametrize("path", PATCHES, ids=lambda p: p.stem)
-def test_case_study_patches_raise_delta_on_the_embedded_default(path: Path) -> None:
+def test_case_study_patches_on_the_embedded_default(path: Path) -> None:
     env = gym.make("HarnessEdit-DBBench-v0")
     try:
         ci = mean_ci(_deltas(env, patch=path.read_text(encoding="utf-8")))
     finally:
         env.close()
-    assert ci.lo > 0, f"{path.name}: mean Δ_B {ci}"
+    if path.stem in NOT_PAID:
+        assert ci.mean <= 0.02, f"{path.name}: mean Δ_B {ci}"
+    else:
+        assert ci.lo > 0, f"{path.name}: mean Δ_B {ci}"
 
 
 def test_case_study_patch_files_exist() -> None:

@@ -73,20 +73,30 @@ def on_post_step(ctx, nb):
 '''
 
 
-def test_focused_hint_beats_keyword_stuffing() -> None:
+def _skill_patch(line: str) -> str:
+    return f'''
+def on_init(ctx, nb):
+    return {{"skills": [{line!r}]}}
+'''
+
+
+def test_focused_advice_beats_keyword_stuffing_and_injected_hints_cost() -> None:
     tasks = [t for t in SPEC.load_tasks("train", None) if not t.is_mutation]
-    base_h = SPEC.default_harness()
-    focused = parse_patch(_hint_patch("Wrap table and column names that contain spaces in backticks."), base_h).apply(base_h)
+    h = SPEC.default_harness()
+    focused_text = "Wrap table and column names that contain spaces in backticks."
     stuffed_text = ("Use backticks, CAST numbers, check empty results with LIKE, inspect the stored format, run SQL before "
                     "committing, execute the INSERT before committing, commit exact values, do not repeat the same query.")
-    stuffed = parse_patch(_hint_patch(stuffed_text), base_h).apply(base_h)
     base, _ = _success(tasks)
-    f, _ = _success(tasks, focused)
-    s, _ = _success(tasks, stuffed)
-    # calibrated on the real DBBench target: a hint injected after an error is followed rarely and its words
-    # cost as much as it helps; twenty stuffed words in the same place cost clearly more
-    assert f >= base > s, (base, f, s)
-    assert f - s > 0.01, (base, f, s)
+    # read with the prompt (a skill): a focused line is followed more and costs a quarter a word, the stuffed one
+    # is followed at a quarter of the rate and costs in full
+    f, _ = _success(tasks, parse_patch(_skill_patch(focused_text), h).apply(h))
+    s, _ = _success(tasks, parse_patch(_skill_patch(stuffed_text), h).apply(h))
+    assert f >= base > s and f - s > 0.01, (base, f, s)
+    # injected after an error: calibrated on the real DBBench target, which followed no hint in 3,960 episodes and
+    # lost half its answers to a hint placed before its commit (stop 35), a hint costs at least what it helps
+    fi, _ = _success(tasks, parse_patch(_hint_patch(focused_text), h).apply(h))
+    si, _ = _success(tasks, parse_patch(_hint_patch(stuffed_text), h).apply(h))
+    assert fi >= si and fi <= base and si < base, (base, fi, si)
 
 
 def test_generic_advice_costs_a_little() -> None:

@@ -51,7 +51,9 @@ SELECT_FLAWS = {"commit_before_sql": 0.05, "unquoted_identifiers": 0.18, "paraph
 MUTATION_FLAWS = {"commit_before_mutation": 0.08, "wrong_value_format": 0.18, "unquoted_identifiers": 0.14,
                   "wrong_row": 0.08}
 VOCAB = vocabulary(CONCEPTS)
-RESPONSIVENESS = 0.25  # chance a focused, relevant hint is followed
+# chance a focused, relevant hint is followed: the real target followed none in the 3,960
+# episodes of real batches 2-13: never a second query (stop 35; it was 0.25)
+RESPONSIVENESS = 0.1
 BLOCK_RESPONSIVENESS = 0.2  # chance a block whose message names an actionable fix is followed
 MAX_SAME_BLOCK = 2     # a refused call is retried at most once; then the sim does something else
 # SQL the agent can run or copy: backticked names, functions and clauses written as code, tool names
@@ -59,8 +61,9 @@ _SCHEMA_WORDS = ("column", "columns", "table", "tables", "identifier", "identifi
                  "number", "numbers", "result", "results", "query", "answer", "answers", "statement", "error")
 _SQL_CODE = re.compile(r"`[^`]*[A-Za-z][^`]*`|\b(?:CAST|SELECT|WHERE|LIKE|DISTINCT|INSERT|UPDATE|LIMIT|ORDER BY|GROUP BY|COUNT|LOWER|"
                        r"UPPER|TRIM|DECIMAL)\b|\+ ?0\b|'%|execute_sql|commit_final_answer")
-# unfamiliar text: calibrated on the real DBBench target (docs/agreement_smol.md, "Text costs")
-TEXT_COST = TextCost(per_word=0.004, cap=0.5, injected=3.0)
+# unfamiliar text: calibrated on the real DBBench target (docs/agreement_smol.md, "Text costs"; a message
+# injected mid-episode ×10 since stop 35: a 12-20-word hint right before its commit broke half its answers)
+TEXT_COST = TextCost(per_word=0.004, cap=0.7, injected=10.0)
 SELF_FIX = 0.25        # chance the sim fixes an error or empty result on its own
 # a refused commit whose message names nothing it can act on ("No.") makes the agent give up the answer
 # it had; the real DBBench target did in 8 of its 14 solved episodes (docs/agreement_smol.md)
