@@ -27,8 +27,8 @@ def _deltas(env: gym.Env, policy: str | None = None, patch: str | None = None, e
 
 
 # Examples the calibrated sim does not pay for, and why (what they did to the real DBBench target, stop 35):
-# the stage guards inject a cast hint after every good query, right before the commit — the real agent copied
-# its words or the value again into half those answers (−0.050 over eighteen real batches, 0 fixed, 9 broken).
+# after a good ranking or aggregation result the stage guards inject a cast hint, right before the commit — the
+# real agent copied its words or the value again into 9 of those 16 answers (−0.050 over eighteen real batches).
 NOT_PAID = {"dbbench_stage_guards"}
 
 
@@ -40,7 +40,7 @@ def test_case_study_patches_on_the_embedded_default(path: Path) -> None:
     finally:
         env.close()
     if path.stem in NOT_PAID:
-        assert ci.mean <= 0.02, f"{path.name}: mean Δ_B {ci}"
+        assert ci.mean < 0, f"{path.name}: mean Δ_B {ci}"
     else:
         assert ci.lo > 0, f"{path.name}: mean Δ_B {ci}"
 

@@ -35,7 +35,7 @@ BENCHMARKS = sorted(v["benchmark"] for v in SELECT_ENV_IDS.values())
 # A small library per benchmark keeps training cheap: noop, the adaptive template, two fixed arms (ALFWorld:
 # an example patch, since self-refine's prose loses on the calibrated sim and left no arm above noop to learn;
 # WebShop: the stall hint, the one arm above noop on these small training batches; DBBench: the batch-022 example,
-# since the sim calibrated at stop 35 follows few hints and no other arm gains on them).
+# since on the sim calibrated at stop 35 only the two example patches gain on these training batches).
 _ARMS = {
     "dbbench": ("noop", "template", "co-harness", "example:dbbench_batch022"),
     "webshop": ("noop", "template", "template:stall", "template:over_budget"),

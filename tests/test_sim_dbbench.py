@@ -92,8 +92,8 @@ def test_focused_advice_beats_keyword_stuffing_and_injected_hints_cost() -> None
     f, _ = _success(tasks, parse_patch(_skill_patch(focused_text), h).apply(h))
     s, _ = _success(tasks, parse_patch(_skill_patch(stuffed_text), h).apply(h))
     assert f >= base > s and f - s > 0.01, (base, f, s)
-    # injected after an error: calibrated on the real DBBench target, which followed no hint in 3,960 episodes and
-    # lost half its answers to a hint placed before its commit (stop 35), a hint costs at least what it helps
+    # injected after an error: calibrated on the real DBBench target, which followed no hint in 3,960 episodes
+    # (stop 35), a hint costs at least what it helps
     fi, _ = _success(tasks, parse_patch(_hint_patch(focused_text), h).apply(h))
     si, _ = _success(tasks, parse_patch(_hint_patch(stuffed_text), h).apply(h))
     assert fi >= si and fi <= base and si < base, (base, fi, si)

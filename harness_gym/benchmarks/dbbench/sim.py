@@ -62,7 +62,8 @@ _SCHEMA_WORDS = ("column", "columns", "table", "tables", "identifier", "identifi
 _SQL_CODE = re.compile(r"`[^`]*[A-Za-z][^`]*`|\b(?:CAST|SELECT|WHERE|LIKE|DISTINCT|INSERT|UPDATE|LIMIT|ORDER BY|GROUP BY|COUNT|LOWER|"
                        r"UPPER|TRIM|DECIMAL)\b|\+ ?0\b|'%|execute_sql|commit_final_answer")
 # unfamiliar text: calibrated on the real DBBench target (docs/agreement_smol.md, "Text costs"; a message
-# injected mid-episode ×10 since stop 35: a 12-20-word hint right before its commit broke half its answers)
+# injected mid-episode ×10 since stop 35: a 12-21-word hint of advice between a good result and the commit
+# broke 27 of the 50 answers it came before)
 TEXT_COST = TextCost(per_word=0.004, cap=0.7, injected=10.0)
 SELF_FIX = 0.25        # chance the sim fixes an error or empty result on its own
 # a refused commit whose message names nothing it can act on ("No.") makes the agent give up the answer
