@@ -28,7 +28,7 @@ def _deltas(env: gym.Env, policy: str | None = None, patch: str | None = None, e
 
 # Examples the calibrated sim does not pay for, and why (what they did to the real DBBench target, stop 35):
 # after a good ranking or aggregation result the stage guards inject a cast hint, right before the commit — the
-# real agent copied its words or the value again into 9 of those 16 answers (−0.050 over eighteen real batches).
+# real agent copied its words or the value again into 9 of those 16 answers (−0.038 over twenty-six real batches).
 NOT_PAID = {"dbbench_stage_guards"}
 
 
