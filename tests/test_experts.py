@@ -189,3 +189,34 @@ def test_alfworld_expert_fails_an_unwinnable_scene():
     visited = {c.arguments["action"][6:] for c in _calls(result) if c.arguments["action"].startswith("go to ")}
     assert not result.success and result.rounds < 50  # it explored, found nothing, and stopped at the repeat limit
     assert len(visited) >= len(task.receptacles) // 2
+
+
+def test_alfworld_expert_says_what_each_observation_shows_of_what_the_task_needs():
+    """After every observation that lists a receptacle's contents, the thought starts with the lookup that decides
+    whether to take something — "I see a book 1 here." exactly when a needed type is listed, else "No book here." —
+    so a model trained on the transcripts learns that lookup on every exploration step."""
+    import re
+
+    from harness_gym.benchmarks.alfworld.tasks import kind
+
+    spec = get_benchmark("alfworld")
+    said = {"see": 0, "no": 0}
+    for task in spec.load_tasks("valid_seen", None)[:12]:
+        result = alf_expert.run_expert_episode(task, spec.world_factory("local")())
+        wanted = {t for t in (task.target_type, task.toggle_type) if t}
+        for prev, m in zip(result.messages, result.messages[1:]):
+            if m["role"] != "assistant" or prev["role"] != "tool":
+                continue
+            obs = prev["content"].split("AVAILABLE ACTIONS:")[0]
+            lists = re.search(r"(On the [a-z]+ \d+, you see|In it, you see) ([^.]*)\.", obs)
+            if not lists or obs.startswith("Nothing happens"):
+                continue
+            shown = [o for o in re.findall(r"\ban? ([a-z]+ \d+)", lists.group(2)) if kind(o) in wanted]
+            if shown:
+                assert m["content"].startswith("I see " + ", ".join(f"a {o}" for o in shown) + " here."), m["content"]
+                said["see"] += 1
+            else:
+                assert m["content"].startswith("No " + " or ".join(t for t in (task.target_type, task.toggle_type) if t) + " here.")
+                said["no"] += 1
+    assert said["see"] > 5 and said["no"] > 20
+    assert alf_expert.sighting(task, "You arrive at loc 3. The fridge 1 is closed.") == ""

@@ -124,6 +124,66 @@ def test_data_builder_rejects_bad_arguments(tmp_path):
     assert smol_data.main(["--benchmark", "dbbench", "--episodes", "0", "--out", str(tmp_path / "x.jsonl")]) == 2
 
 
+def test_alfworld_data_with_injected_mistakes_trains_only_the_recovery(smol_dir, formatter, tmp_path):
+    """``--mistakes``: wrong steps of the kinds a small agent makes (a room's missing instance, a revisit, the same
+    command again, any listed action) go into the transcripts, the expert recovers from them, and their turns are
+    left out of the loss (``train_turns``), which ``smol train`` reads back."""
+    from harness_gym.smol.format import encode
+    from harness_gym.smol.train import load_rows
+
+    out = tmp_path / "m.jsonl"
+    m = smol_data.build("alfworld", "train", 16, out, seed=2, harness_share=0.0, mistakes=0.3, progress=False)
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    marked = [r for r in rows if "train_turns" in r]
+    assert marked and m["counts"]["with_mistakes"] == len(marked) and m["mistakes"] == 0.3
+    assert m["counts"]["mistakes"] == sum(r["train_turns"].count(False) for r in marked)
+    observations = [mm["content"] for r in marked for mm in r["messages"] if mm["role"] == "tool"]
+    assert any(o.startswith("Nothing happens") for o in observations)  # some wrong steps are refused ...
+    for r in marked:
+        assistant = [mm for mm in r["messages"] if mm["role"] == "assistant"]
+        assert len(assistant) == len(r["train_turns"])
+        for flag, mm in zip(r["train_turns"], assistant):
+            assert flag == (not mm["tool_calls"][0]["id"].startswith("mistake_"))
+        assert not any(a == b == False for a, b in zip(r["train_turns"], r["train_turns"][1:]))  # noqa: E712 - never twice in a row
+        assert r["train_turns"].count(False) <= smol_data.MAX_MISTAKES
+        enc = encode(formatter, r["messages"], r["tools"], r["train_turns"])
+        assert r["n_trained"] == enc.trained_tokens < encode(formatter, r["messages"], r["tools"]).trained_tokens
+    # ... and the expert's next turn after a refused one says so: what the model learns to do after "Nothing happens"
+    for r in marked:
+        msgs = r["messages"]
+        for i, mm in enumerate(msgs[:-1]):
+            if mm["role"] == "tool" and mm["content"].startswith("Nothing happens") and msgs[i + 1]["role"] == "assistant":
+                assert msgs[i + 1]["content"].startswith("That did nothing.") or msgs[i + 1]["tool_calls"][0]["id"].startswith("mistake_")
+    assert [r["train_turns"] for r in load_rows([out]) if r["train_turns"]] == [r["train_turns"] for r in marked]
+    again = smol_data.build("alfworld", "train", 16, tmp_path / "m2.jsonl", seed=2, harness_share=0.0, mistakes=0.3,
+                            progress=False)
+    assert again["sha256"] == m["sha256"]  # seeded
+    with pytest.raises(ConfigError, match="no wrong steps"):
+        smol_data.build("dbbench", "train", 2, tmp_path / "x.jsonl", mistakes=0.1, progress=False)
+    with pytest.raises(ConfigError, match="mistakes"):
+        smol_data.build("alfworld", "train", 2, tmp_path / "x.jsonl", mistakes=1.5, progress=False)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"messages": [], "tools": [], "train_turns": "yes"}) + "\n")
+    with pytest.raises(ConfigError, match="train_turns"):
+        load_rows([bad])
+
+
+def test_bf16_training_keeps_the_adapter_in_float32(tiny_dir, tmp_path):
+    """``--bf16`` loads the frozen base in bfloat16 (2x faster with AMX); the adapter and its optimizer stay float32."""
+    from safetensors.torch import load_file
+
+    from harness_gym.smol.train import train
+
+    result, tools = _expert_episode("dbbench")
+    data = tmp_path / "d.jsonl"
+    data.write_text(json.dumps({"messages": result.messages, "tools": tools}) + "\n")
+    m = train([data], tmp_path / "run", max_steps=2, batch_size=1, grad_accum=1, checkpoints=0, rank=4, alpha=8,
+              base=tiny_dir, progress=False, lr=5e-3, bf16=True)
+    tensors = load_file(str(tmp_path / "run" / "adapter" / "adapter_model.safetensors"))
+    assert m["bf16"] and m["steps"] == 2 and {str(v.dtype) for v in tensors.values()} == {"torch.float32"}
+    assert any(v.abs().sum() > 0 for k, v in tensors.items() if "lora_B" in k)  # it learned something
+
+
 def test_train_a_lora_adapter_merge_it_and_run_it_as_a_target(tiny_dir, tmp_path, monkeypatch):
     """On the tiny model (seconds): SFT writes an adapter and its sha256, checkpoints with tokens seen;
     the merged folder loads through the hf backend and plays DBBench episodes."""

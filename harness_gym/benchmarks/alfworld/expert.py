@@ -20,13 +20,20 @@ derivable from them:
    put it; for two objects, both into the same receptacle;
 4. for the look tasks: with the object in hand, find the lamp the same way and use it.
 
-Its thoughts name only what the transcript has shown. The gold scene is used by nobody
+Its thoughts name only what the transcript has shown, and each one after an observation that
+lists a receptacle's contents starts with the lookup that decides the next step — "I see a
+book 1 here." or "No book here." (``sighting``): SmolLM2-135M trained without it for 736k
+tokens learned the exploration but walked past the object it was looking for, the one
+decision an episode that the loss barely weighs (docs/models.md). After a refused command
+the thought starts "That did nothing." ``mistake`` makes the wrong steps that
+``smol data --mistakes`` injects. The gold scene is used by nobody
 here: the episode's success (the world's own check) decides which transcripts are kept
 (``smol/data.py``). With nothing left to explore it looks around, and the episode fails.
 """
 from __future__ import annotations
 
 import asyncio
+import random
 import re
 from dataclasses import dataclass, field
 
@@ -256,7 +263,66 @@ def respond(request: ChatRequest) -> Message:
     rnd = int(request.meta.get("round", 0))
     scene = Scene.read(task, request.messages)
     command, thought = Planner(task, scene).plan()
+    last = _last_observation(request.messages)
+    if last.startswith("Nothing happens"):
+        thought = "That did nothing. " + thought  # the recovery a model must learn after a refused command
+    else:  # first say what the last observation shows of what the task needs (sighting)
+        thought = (sighting(task, last) + " " + thought).strip()
     return assistant_message(thought, [ToolCall(f"call_{rnd}_0", "take_action", {"action": command})])
+
+
+def sighting(task: AlfTask, observation: str) -> str:
+    """What the last observation shows of the object types the task needs, when it lists a receptacle's
+    contents ("I see a book 1 here." / "No book here."); "" otherwise. Said on every step, so a model
+    learns the lookup that decides when to take something from every exploration step, not from one
+    turn an episode."""
+    wanted = [t for t in (task.target_type, task.toggle_type) if t]
+    items = [o for m in _DESC.finditer(observation) for o in _ITEM.findall(m.group("ia") or m.group("ib") or "")]
+    if not any(_DESC.finditer(observation)):
+        return ""
+    found = [o for o in items if kind(o) in wanted]
+    if found:
+        return "I see " + ", ".join(f"a {o}" for o in found) + " here."
+    return "No " + " or ".join(wanted) + " here."
+
+
+MISTAKE_ID = "mistake_"  # the tool-call id prefix of an injected wrong step (not rendered by the chat template)
+
+
+def mistake(request: ChatRequest, rng: random.Random) -> Message | None:
+    """A wrong step of the kinds a small trained agent makes (``smol data --mistakes``), or None
+    when none fits here: a ``go to`` an instance the room does not have, a revisit of a
+    receptacle already seen, the previous command again, or any listed action. Its id starts
+    with ``MISTAKE_ID`` so training leaves it out of the loss and learns the expert's recovery."""
+    task: AlfTask = request.knowledge
+    rnd = int(request.meta.get("round", 0))
+    last = next((m for m in reversed(request.messages) if m.get("role") == "assistant"), None)
+    if rnd == 0 or last is None or any(str(c.get("id", "")).startswith(MISTAKE_ID) for c in last.get("tool_calls") or []):
+        return None
+    scene = Scene.read(task, request.messages)
+    calls = last.get("tool_calls") or []
+    previous = ToolCall.from_message_call(calls[0]).arguments.get("action", "") if calls else ""
+    counts: dict[str, int] = {}
+    for r in scene.receptacles:
+        counts[kind(r)] = max(counts.get(kind(r), 0), int(r.rpartition(" ")[2] or 0))
+    options: list[tuple[str, str]] = []
+    rtype = rng.choice(sorted(counts))
+    options.append((f"go to {rtype} {counts[rtype] + 1}", f"I am looking for a {task.target_type}. Next I check the {rtype} {counts[rtype] + 1}."))
+    revisit = sorted(r for r in scene.seen if r != scene.location)
+    if revisit:
+        r = rng.choice(revisit)
+        options.append((f"go to {r}", f"I am looking for a {task.target_type}. Next I check the {r}."))
+    if previous:
+        options.append((str(previous), "Let me try that again."))
+    if scene.admissible:
+        a = rng.choice(scene.admissible)
+        options.append((a, f"Let me {a}."))
+    command, thought = rng.choice(options)
+    return assistant_message(thought, [ToolCall(f"{MISTAKE_ID}{rnd}_0", "take_action", {"action": command})])
+
+
+def _last_observation(messages: list[Message]) -> str:
+    return next((str(m.get("content") or "") for m in reversed(messages) if m.get("role") == "tool"), "")
 
 
 def run_expert_episode(task: AlfTask, world: World, harness: Harness | None = None, *, seed: int = 0) -> EpisodeResult:
