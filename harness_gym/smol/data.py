@@ -103,16 +103,15 @@ class ExpertBackend(ChatBackend):
         if mistakes and not hasattr(module, "mistake"):
             raise ConfigError(f"--mistakes: the {benchmark} expert has no wrong steps to inject (ALFWorld's has)")
         self.respond, self.mistakes = module.respond, mistakes
-        self.mistake = getattr(module, "mistake", None)
+        self.mistake = getattr(module, "mistake", None)  # present whenever mistakes > 0 (checked above)
         self.mistake_id = getattr(module, "MISTAKE_ID", "mistake_")
 
     def reply(self, request: ChatRequest) -> Message:
         """The expert's message, or with probability ``mistakes`` (at most ``MAX_MISTAKES`` an
         episode, never twice in a row) a wrong step it then recovers from; seeded per episode and round."""
-        if self.mistakes and self.mistake is not None:
+        if self.mistakes:
             rng = random.Random(f"mistake:{request.meta.get('episode_seed')}:{request.meta.get('round')}:{request.seed}")
-            made = sum(str(c.get("id", "")).startswith(self.mistake_id)
-                       for m in request.messages if m.get("role") == "assistant" for c in m.get("tool_calls") or [])
+            made = train_turns(request.messages, self.mistake_id).count(False)
             if made < MAX_MISTAKES and rng.random() < self.mistakes:
                 wrong = self.mistake(request, rng)
                 if wrong is not None:

@@ -276,11 +276,11 @@ def sighting(task: AlfTask, observation: str) -> str:
     contents ("I see a book 1 here." / "No book here."); "" otherwise. Said on every step, so a model
     learns the lookup that decides when to take something from every exploration step, not from one
     turn an episode."""
-    wanted = [t for t in (task.target_type, task.toggle_type) if t]
-    items = [o for m in _DESC.finditer(observation) for o in _ITEM.findall(m.group("ia") or m.group("ib") or "")]
-    if not any(_DESC.finditer(observation)):
+    listings = list(_DESC.finditer(observation))
+    if not listings:
         return ""
-    found = [o for o in items if kind(o) in wanted]
+    wanted = [t for t in (task.target_type, task.toggle_type) if t]
+    found = [o for m in listings for o in _ITEM.findall(m.group("ia") or m.group("ib") or "") if kind(o) in wanted]
     if found:
         return "I see " + ", ".join(f"a {o}" for o in found) + " here."
     return "No " + " or ".join(wanted) + " here."
