@@ -191,32 +191,50 @@ def test_alfworld_expert_fails_an_unwinnable_scene():
     assert len(visited) >= len(task.receptacles) // 2
 
 
-def test_alfworld_expert_says_what_each_observation_shows_of_what_the_task_needs():
+def test_alfworld_expert_says_what_each_observation_shows_of_what_it_looks_for_now():
     """After every observation that lists a receptacle's contents, the thought starts with the lookup that decides
-    whether to take something — "I see a book 1 here." exactly when a needed type is listed, else "No book here." —
-    so a model trained on the transcripts learns that lookup on every exploration step."""
+    whether to take something — "I see a book 1 here." exactly when a type it looks for now is listed, else "No book
+    here." — and says nothing of the kind while its hands are full (a look task: the lamp once it holds the object).
+    Every "I see" is acted on: the next command takes or uses one of the objects named, never walks on."""
     import re
 
     from harness_gym.benchmarks.alfworld.tasks import kind
 
     spec = get_benchmark("alfworld")
-    said = {"see": 0, "no": 0}
-    for task in spec.load_tasks("valid_seen", None)[:12]:
+    said = {"see": 0, "no": 0, "holding": 0}
+    for task in spec.load_tasks("valid_seen", None)[:16]:
         result = alf_expert.run_expert_episode(task, spec.world_factory("local")())
-        wanted = {t for t in (task.target_type, task.toggle_type) if t}
+        held, placed = None, set()
         for prev, m in zip(result.messages, result.messages[1:]):
+            if prev["role"] == "tool":
+                if pick := re.search(r"You pick up the (.+?) from", prev["content"]):
+                    held = pick.group(1)
+                if put := re.search(r"You (?:put|move) the (.+?) (?:in/on|to) ", prev["content"]):
+                    held = None
+                    placed.add(put.group(1))
             if m["role"] != "assistant" or prev["role"] != "tool":
                 continue
             obs = prev["content"].split("AVAILABLE ACTIONS:")[0]
             lists = re.search(r"(On the [a-z]+ \d+, you see|In it, you see) ([^.]*)\.", obs)
             if not lists or obs.startswith("Nothing happens"):
                 continue
-            shown = [o for o in re.findall(r"\ban? ([a-z]+ \d+)", lists.group(2)) if kind(o) in wanted]
+            if task.task_type == "look_at_obj_in_light" and held and kind(held) == task.target_type:
+                wanted = task.toggle_type
+            elif held:
+                assert not re.match(r"(I see|No) ", m["content"]), m["content"]  # hands full: no lookup
+                said["holding"] += 1
+                continue
+            else:
+                wanted = task.target_type
+            shown = [o for o in re.findall(r"\ban? ([a-z]+ \d+)", lists.group(2)) if kind(o) == wanted and o not in placed]
             if shown:
                 assert m["content"].startswith("I see " + ", ".join(f"a {o}" for o in shown) + " here."), m["content"]
+                action = m["tool_calls"][0]["function"]["arguments"]
+                assert any(o in action for o in shown) and re.search(r'"(take|use) ', action), (m["content"], action)
                 said["see"] += 1
             else:
-                assert m["content"].startswith("No " + " or ".join(t for t in (task.target_type, task.toggle_type) if t) + " here.")
+                assert m["content"].startswith(f"No {wanted} here."), m["content"]
                 said["no"] += 1
-    assert said["see"] > 5 and said["no"] > 20
-    assert alf_expert.sighting(task, "You arrive at loc 3. The fridge 1 is closed.") == ""
+    assert said["see"] > 5 and said["no"] > 20 and said["holding"] > 3, said
+    empty = alf_expert.Scene(receptacles=[n for n, _, _ in task.receptacles])
+    assert alf_expert.sighting(task, "You arrive at loc 3. The fridge 1 is closed.", empty) == ""

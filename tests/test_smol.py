@@ -132,7 +132,7 @@ def test_alfworld_data_with_injected_mistakes_trains_only_the_recovery(smol_dir,
     from harness_gym.smol.train import load_rows
 
     out = tmp_path / "m.jsonl"
-    m = smol_data.build("alfworld", "train", 16, out, seed=2, harness_share=0.0, mistakes=0.3, progress=False)
+    m = smol_data.build("alfworld", "train", 30, out, seed=2, harness_share=0.0, mistakes=0.3, progress=False)
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     marked = [r for r in rows if "train_turns" in r]
     assert marked and m["counts"]["with_mistakes"] == len(marked) and m["mistakes"] == 0.3
@@ -155,7 +155,28 @@ def test_alfworld_data_with_injected_mistakes_trains_only_the_recovery(smol_dir,
             if mm["role"] == "tool" and mm["content"].startswith("Nothing happens") and msgs[i + 1]["role"] == "assistant":
                 assert msgs[i + 1]["content"].startswith("That did nothing.") or msgs[i + 1]["tool_calls"][0]["id"].startswith("mistake_")
     assert [r["train_turns"] for r in load_rows([out]) if r["train_turns"]] == [r["train_turns"] for r in marked]
-    again = smol_data.build("alfworld", "train", 16, tmp_path / "m2.jsonl", seed=2, harness_share=0.0, mistakes=0.3,
+    # a wrong step is never one the expert would take: not its own next command, not a put/move/use (one can complete
+    # the goal, whose turn would then be left out of the loss), never a third identical command in a row
+    from harness_gym.benchmarks.alfworld import expert as alf_expert
+    from harness_gym.evaluation.benchmarks import get_benchmark
+    from harness_gym.models.base import ChatRequest, Sampling
+
+    tasks = {t.task_id: t for t in get_benchmark("alfworld").load_tasks("train", None)}
+    checked = 0
+    for r in marked:
+        actions = [json.loads(mm["tool_calls"][0]["function"]["arguments"])["action"] for mm in r["messages"] if mm["role"] == "assistant"]
+        assert r["train_turns"][-1]  # the winning step is always trained
+        for i, (flag, action) in enumerate(zip(r["train_turns"], actions)):
+            if flag:
+                continue
+            assert not action.startswith(("put ", "move ", "use ")), action
+            assert not (i >= 2 and actions[i - 2] == actions[i - 1] == action), actions[i - 2:i + 1]
+            upto = [mm for mm in r["messages"]][:[k for k, mm in enumerate(r["messages"]) if mm["role"] == "assistant"][i]]
+            own = alf_expert.respond(ChatRequest(upto, r["tools"], Sampling(), 0, tasks[r["task_id"]], {"round": i}))
+            assert json.loads(own["tool_calls"][0]["function"]["arguments"])["action"] != action
+            checked += 1
+    assert checked == m["counts"]["mistakes"]
+    again = smol_data.build("alfworld", "train", 30, tmp_path / "m2.jsonl", seed=2, harness_share=0.0, mistakes=0.3,
                             progress=False)
     assert again["sha256"] == m["sha256"]  # seeded
     with pytest.raises(ConfigError, match="no wrong steps"):

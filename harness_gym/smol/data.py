@@ -40,7 +40,7 @@ from harness_gym.harness.files import Harness
 from harness_gym.models.base import ChatBackend, ChatRequest
 from harness_gym.types import Message
 
-GENERATOR_VERSION = "smol-data-3"
+GENERATOR_VERSION = "smol-data-4"
 BENCHMARKS = ("dbbench", "webshop", "alfworld")
 
 # Harness messages in several styles: not only this project's own template phrasing.

@@ -22,9 +22,10 @@ derivable from them:
 
 Its thoughts name only what the transcript has shown, and each one after an observation that
 lists a receptacle's contents starts with the lookup that decides the next step — "I see a
-book 1 here." or "No book here." (``sighting``): SmolLM2-135M trained without it for 736k
-tokens learned the exploration but walked past the object it was looking for, the one
-decision an episode that the loss barely weighs (docs/models.md). After a refused command
+book 1 here." or "No book here." (``sighting``), naming only what it looks for now
+(``looking_for``): SmolLM2-135M trained without it for 736k tokens learned the exploration
+but walked past the object it was looking for, the one decision an episode that the loss
+barely weighs (docs/models.md). After a refused command
 the thought starts "That did nothing." ``mistake`` makes the wrong steps that
 ``smol data --mistakes`` injects. The gold scene is used by nobody
 here: the episode's success (the world's own check) decides which transcripts are kept
@@ -266,21 +267,33 @@ def respond(request: ChatRequest) -> Message:
     last = _last_observation(request.messages)
     if last.startswith("Nothing happens"):
         thought = "That did nothing. " + thought  # the recovery a model must learn after a refused command
-    else:  # first say what the last observation shows of what the task needs (sighting)
-        thought = (sighting(task, last) + " " + thought).strip()
+    else:  # first say what the last observation shows of what the expert looks for now (sighting)
+        thought = (sighting(task, last, scene) + " " + thought).strip()
     return assistant_message(thought, [ToolCall(f"call_{rnd}_0", "take_action", {"action": command})])
 
 
-def sighting(task: AlfTask, observation: str) -> str:
-    """What the last observation shows of the object types the task needs, when it lists a receptacle's
-    contents ("I see a book 1 here." / "No book here."); "" otherwise. Said on every step, so a model
-    learns the lookup that decides when to take something from every exploration step, not from one
-    turn an episode."""
+def looking_for(task: AlfTask, scene: Scene) -> list[str]:
+    """The object types the expert is looking for now: the target while its hands are empty, the
+    lamp once it holds the object of a look task, nothing while it holds something."""
+    held = scene.held
+    if task.task_type == "look_at_obj_in_light" and held is not None and kind(held) == task.target_type:
+        return [task.toggle_type]
+    return [] if held is not None else [task.target_type]
+
+
+def sighting(task: AlfTask, observation: str, scene: Scene) -> str:
+    """What the last observation shows of the types the expert looks for now (``looking_for``), when
+    it lists a receptacle's contents ("I see a book 1 here." / "No book here."); "" otherwise, and
+    "" while it looks for nothing. Objects it has already put in place are not named. Said on every
+    exploration step, so a model learns the lookup that decides when to take something from every
+    step, not from one turn an episode; and it is said only when it decides something, so "I see a
+    book 2 here." is never followed by walking on."""
+    wanted = looking_for(task, scene)
     listings = list(_DESC.finditer(observation))
-    if not listings:
+    if not listings or not wanted:
         return ""
-    wanted = [t for t in (task.target_type, task.toggle_type) if t]
-    found = [o for m in listings for o in _ITEM.findall(m.group("ia") or m.group("ib") or "") if kind(o) in wanted]
+    found = [o for m in listings for o in _ITEM.findall(m.group("ia") or m.group("ib") or "")
+             if kind(o) in wanted and o not in scene.placed]
     if found:
         return "I see " + ", ".join(f"a {o}" for o in found) + " here."
     return "No " + " or ".join(wanted) + " here."
@@ -292,16 +305,19 @@ MISTAKE_ID = "mistake_"  # the tool-call id prefix of an injected wrong step (no
 def mistake(request: ChatRequest, rng: random.Random) -> Message | None:
     """A wrong step of the kinds a small trained agent makes (``smol data --mistakes``), or None
     when none fits here: a ``go to`` an instance the room does not have, a revisit of a
-    receptacle already seen, the previous command again, or any listed action. Its id starts
-    with ``MISTAKE_ID`` so training leaves it out of the loss and learns the expert's recovery."""
+    receptacle already seen, the previous command again, or any listed action. Never the
+    expert's own next command, a ``put``/``move``/``use`` (any of them can be the step that
+    completes the goal, which would then be left out of the loss), nor a third identical command
+    in a row (the runtime's repeat limit). Its id starts with ``MISTAKE_ID`` so training leaves it
+    out of the loss and learns the expert's recovery."""
     task: AlfTask = request.knowledge
     rnd = int(request.meta.get("round", 0))
-    last = next((m for m in reversed(request.messages) if m.get("role") == "assistant"), None)
-    if rnd == 0 or last is None or any(str(c.get("id", "")).startswith(MISTAKE_ID) for c in last.get("tool_calls") or []):
+    mine = [m for m in request.messages if m.get("role") == "assistant"]
+    if rnd == 0 or not mine or any(str(c.get("id", "")).startswith(MISTAKE_ID) for c in mine[-1].get("tool_calls") or []):
         return None
     scene = Scene.read(task, request.messages)
-    calls = last.get("tool_calls") or []
-    previous = ToolCall.from_message_call(calls[0]).arguments.get("action", "") if calls else ""
+    planned = Planner(task, Scene.read(task, request.messages)).plan()[0]
+    previous, before = (_action(m) for m in (mine[-1], mine[-2] if len(mine) > 1 else {}))
     counts: dict[str, int] = {}
     for r in scene.receptacles:
         counts[kind(r)] = max(counts.get(kind(r), 0), int(r.rpartition(" ")[2] or 0))
@@ -312,13 +328,21 @@ def mistake(request: ChatRequest, rng: random.Random) -> Message | None:
     if revisit:
         r = rng.choice(revisit)
         options.append((f"go to {r}", f"I am looking for a {task.target_type}. Next I check the {r}."))
-    if previous:
-        options.append((str(previous), "Let me try that again."))
+    if previous and previous != before:
+        options.append((previous, "Let me try that again."))
     if scene.admissible:
         a = rng.choice(scene.admissible)
         options.append((a, f"Let me {a}."))
+    options = [(c, t) for c, t in options if c != planned and not c.startswith(("put ", "move ", "use "))]
+    if not options:
+        return None
     command, thought = rng.choice(options)
     return assistant_message(thought, [ToolCall(f"{MISTAKE_ID}{rnd}_0", "take_action", {"action": command})])
+
+
+def _action(message: Message) -> str:
+    calls = message.get("tool_calls") or []
+    return str(ToolCall.from_message_call(calls[0]).arguments.get("action", "")).strip().lower() if calls else ""
 
 
 def _last_observation(messages: list[Message]) -> str:
