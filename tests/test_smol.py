@@ -179,7 +179,7 @@ def test_alfworld_data_with_injected_mistakes_trains_only_the_recovery(smol_dir,
     again = smol_data.build("alfworld", "train", 30, tmp_path / "m2.jsonl", seed=2, harness_share=0.0, mistakes=0.3,
                             progress=False)
     assert again["sha256"] == m["sha256"]  # seeded
-    with pytest.raises(ConfigError, match="no wrong steps"):
+    with pytest.raises(ConfigError, match="cannot recover"):
         smol_data.build("dbbench", "train", 2, tmp_path / "x.jsonl", mistakes=0.1, progress=False)
     with pytest.raises(ConfigError, match="mistakes"):
         smol_data.build("alfworld", "train", 2, tmp_path / "x.jsonl", mistakes=1.5, progress=False)
@@ -200,16 +200,31 @@ def test_alfworld_data_with_injected_mistakes_trains_only_the_recovery(smol_dir,
 
 
 class _Learner:
-    """A learner that looks around on even rounds and writes no tool call on odd ones."""
+    """A learner whose replies cycle through: looking around; the expert's own command spelled as a model might
+    ("Go to  Desk 1."); a put/move/use (never injected: any can win); no tool call at all."""
 
     name = "fake-learner"
     closed = False
 
     async def generate(self, requests):
+        from harness_gym.benchmarks.alfworld import expert as alf_expert
         from harness_gym.types import ToolCall, assistant_message
 
-        return [assistant_message("Let me look around (learner).", [ToolCall("call_x", "take_action", {"action": " Look "})])
-                if int(r.meta.get("round", 0)) % 2 == 0 else assistant_message("I am not sure.", []) for r in requests]
+        def reply(r):
+            kind = int(r.meta.get("round", 0)) % 4
+            if kind == 3:
+                return assistant_message("I am not sure.", [])
+            if kind == 0:
+                command = " Look "
+            elif kind == 1:
+                command = alf_expert.command_of(alf_expert.respond(r)).title().replace(" ", "  ") + "."
+            else:
+                obs = next(m["content"] for m in reversed(r.messages) if m["role"] in ("tool", "user"))
+                listed = [a.strip() for a in obs.partition("AVAILABLE ACTIONS: ")[2].split("\n")]
+                command = next((a for a in listed if a.startswith(("put ", "move ", "use "))), "use desklamp 1")
+            return assistant_message(f"Learner step {kind}.", [ToolCall("call_x", "take_action", {"action": command})])
+
+        return [reply(r) for r in requests]
 
     async def close(self):
         type(self).closed = True
@@ -233,9 +248,10 @@ def test_learner_in_the_loop_supplies_the_wrong_steps(smol_dir, tiny_dir, tmp_pa
     assert _Learner.closed  # the evaluator's close reaches the learner
     wrong = [m for r in results for m in r.messages if m["role"] == "assistant" and m["tool_calls"]
              and m["tool_calls"][0]["id"].startswith("mistake_")]
-    assert wrong and all(m["content"] == "Let me look around (learner)." for m in wrong)
-    assert not any(m["content"] == "I am not sure." for r in results for m in r.messages)
-    assert expert.counts["differed"] > len(wrong) and expert.counts["no_tool_call"] > 0
+    assert wrong and all(m["content"] == "Learner step 0." for m in wrong)  # never the expert's own step, a put/use, or no call
+    assert not any(str(m.get("content")).startswith("Learner step") and not m["tool_calls"][0]["id"].startswith("mistake_")
+                   for r in results for m in r.messages if m["role"] == "assistant")
+    assert expert.counts["agreed"] > 0 and expert.counts["differed"] > len(wrong) and expert.counts["no_tool_call"] > 0
     for r in results:
         turns = smol_data.train_turns(r.messages)
         assert turns.count(False) <= smol_data.MAX_MISTAKES and not any(a == b == False for a, b in zip(turns, turns[1:]))  # noqa: E712
@@ -249,7 +265,9 @@ def test_learner_in_the_loop_supplies_the_wrong_steps(smol_dir, tiny_dir, tmp_pa
         smol_data.ExpertBackend("alfworld", 0.0, _Learner())
     with pytest.raises(ConfigError, match="not an adapter folder"):
         smol_data.build("alfworld", "train", 1, out, mistakes=0.5, learner=tmp_path, progress=False)
-    assert smol_data.ExpertBackend("dbbench", 0.5, _Learner()).learner is not None  # any benchmark, with a learner
+    with pytest.raises(ConfigError, match="cannot recover"):  # a wrong commit ends a DBBench episode
+        smol_data.ExpertBackend("dbbench", 0.5, _Learner())
+    assert smol_data.main(["--benchmark", "alfworld", "--episodes", "1", "--learner-engine", "hf", "--out", str(out)]) == 2
 
 
 def test_bf16_training_keeps_the_adapter_in_float32(tiny_dir, tmp_path):

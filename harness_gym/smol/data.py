@@ -16,7 +16,8 @@ a ``mistake_`` tool-call id (the chat template does not render ids) and the row 
 ``train_turns``: the loss covers the recovery, never the mistake (DAgger's idea, without a
 learner in the loop). ``--learner ADAPTER`` puts one in the loop: a trained adapter (merged onto
 SmolLM2, run through ``--learner-engine``) answers every request too, and the wrong steps are
-its own — where its tool call differs from the expert's, with probability P (same limits) its
+its own — where the command it sends differs from the expert's (both read as the world reads
+them), with probability P and under the same limits and the expert's ``allowed`` rule, its
 message goes into the transcript and the expert recovers from the state the learner made.
 The manifest counts how often the learner agreed with the expert.
 
@@ -30,6 +31,7 @@ and the sha256 of the data file. Data goes under ``runs/`` (gitignored), never i
 from __future__ import annotations
 
 import argparse
+import asyncio
 import hashlib
 import json
 import random
@@ -110,11 +112,12 @@ class ExpertBackend(ChatBackend):
         if learner is not None and not mistakes:
             raise ConfigError("--learner needs --mistakes P > 0: the share of the learner's wrong steps kept")
         module = importlib.import_module(f"harness_gym.benchmarks.{benchmark}.expert")
-        if mistakes and learner is None and not hasattr(module, "mistake"):
-            raise ConfigError(f"--mistakes: the {benchmark} expert has no wrong steps to inject (ALFWorld's has); "
-                              "--learner ADAPTER takes them from a trained model instead")
+        if mistakes and not hasattr(module, "mistake"):
+            raise ConfigError(f"--mistakes/--learner: the {benchmark} expert cannot recover from a wrong step "
+                              "(ALFWorld's can: a wrong commit or purchase ends the episode)")
         self.respond, self.mistakes = module.respond, mistakes
         self.mistake = getattr(module, "mistake", None)
+        self.command_of, self.allowed = getattr(module, "command_of", None), getattr(module, "allowed", None)
         self.mistake_id = getattr(module, "MISTAKE_ID", "mistake_")
         self.counts: Counter[str] = Counter()  # learner steps: agreed with the expert / differed / no tool call
         self.learner_info: dict[str, Any] | None = None
@@ -126,10 +129,14 @@ class ExpertBackend(ChatBackend):
         """The expert's message, or with probability ``mistakes`` (at most ``MAX_MISTAKES`` an
         episode, never twice in a row) a wrong step it then recovers from — ``learned`` (the
         learner's message for this request) when its tool call differs from the expert's, else one
-        of the expert's own; seeded per episode and round."""
+        of the expert's own — each only where the expert's ``allowed`` says so; seeded per episode
+        and round (the learner's replies are batched with other episodes', so its data is
+        reproducible only as far as batched greedy decoding is)."""
         own = self.respond(request)
+        learned_cmd = None
         if learned is not None:
-            self.counts[_compare(learned, own)] += 1
+            learned_cmd = self.command_of(learned)
+            self.counts["no_tool_call" if learned_cmd is None else "agreed" if learned_cmd == self.command_of(own) else "differed"] += 1
         if self.mistakes:
             rng = random.Random(f"mistake:{request.meta.get('episode_seed')}:{request.meta.get('round')}:{request.seed}")
             turns = train_turns(request.messages, self.mistake_id)
@@ -138,8 +145,9 @@ class ExpertBackend(ChatBackend):
                     wrong = self.mistake(request, rng)
                     if wrong is not None:
                         return wrong
-                elif learned is not None and _compare(learned, own) == "differed":
-                    return _as_mistake(learned, f"{self.mistake_id}{request.meta.get('round', 0)}")
+                elif learned_cmd is not None and learned_cmd != self.command_of(own) and self.allowed(request, learned_cmd):
+                    call = dict((learned.get("tool_calls") or [])[0], id=f"{self.mistake_id}{request.meta.get('round', 0)}_0")
+                    return {**learned, "tool_calls": [call]}  # the learner's own message, its first call relabelled
         return own
 
     async def generate(self, requests: list[ChatRequest]) -> list[Message]:
@@ -151,33 +159,6 @@ class ExpertBackend(ChatBackend):
     async def close(self) -> None:
         if self.learner is not None:
             await self.learner.close()
-
-
-def _call(message: Message) -> tuple[str, Any] | None:
-    calls = message.get("tool_calls") or []
-    if not calls:
-        return None
-    fn = calls[0].get("function") or {}
-    try:
-        args = json.loads(fn.get("arguments") or "{}") if isinstance(fn.get("arguments"), str) else fn.get("arguments")
-    except json.JSONDecodeError:
-        return (str(fn.get("name")), fn.get("arguments"))
-    if isinstance(args, dict):  # commands compare as the worlds read them: case and outer spaces do not matter
-        args = {k: v.strip().lower() if isinstance(v, str) else v for k, v in args.items()}
-    return (str(fn.get("name")), args)
-
-
-def _compare(learned: Message, own: Message) -> str:
-    call = _call(learned)
-    if call is None:
-        return "no_tool_call"
-    return "agreed" if call == _call(own) else "differed"
-
-
-def _as_mistake(message: Message, call_id: str) -> Message:
-    """The learner's message with its tool call re-labelled as a wrong step (one call, the first)."""
-    call = dict((message.get("tool_calls") or [])[0], id=f"{call_id}_0")
-    return {**message, "tool_calls": [call]}
 
 
 MAX_MISTAKES = 3
@@ -268,11 +249,18 @@ def build(benchmark: str, split: str, episodes: int, out: Path, *, seed: int = 0
             plan["default"][1].append((task, ep_seed))
     tok = AutoTokenizer.from_pretrained(str(smollm2_dir()))
     fmt = ChatFormatter(tok)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"--out {out}: cannot create its folder ({exc.strerror})") from None
     expert = ExpertBackend(benchmark, mistakes, learner, learner_engine)
-    ev = Evaluator(spec, expert, world_backend=spec.default_backend, target_name="expert")
+    try:
+        ev = Evaluator(spec, expert, world_backend=spec.default_backend, target_name="expert")
+    except BaseException:
+        asyncio.run(expert.close())  # a started learner (vLLM workers) must not outlive the error
+        raise
     counts: Counter[str] = Counter()
     tokens = trained = 0
-    out.parent.mkdir(parents=True, exist_ok=True)
     t0 = time.time()
     try:
         from tqdm import tqdm
@@ -315,7 +303,9 @@ def build(benchmark: str, split: str, episodes: int, out: Path, *, seed: int = 0
         "data": out.name, "sha256": sha256_file(out), "seconds": round(time.time() - t0, 1),
     }
     if expert.learner_info is not None:
-        manifest["learner"] = {**expert.learner_info, "steps": dict(expert.counts)}
+        manifest["learner"] = {**expert.learner_info, "steps": dict(expert.counts),
+                               "note": "steps counts every request the learner answered, kept episodes or not; "
+                                       "its replies are batched across episodes, so a rerun matches as far as batched greedy decoding does"}
     manifest_path(out).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
     return manifest
 
@@ -356,7 +346,7 @@ def make_parser() -> argparse.ArgumentParser:
                    help="per-step chance of an injected wrong step the expert recovers from, left out of the loss (ALFWorld)")
     p.add_argument("--learner", type=Path, default=None,
                    help="a `smol train` adapter (or model) folder whose own wrong steps are injected instead (DAgger)")
-    p.add_argument("--learner-engine", default="vllm", help="hf or vllm (default) for --learner")
+    p.add_argument("--learner-engine", default=None, choices=["hf", "vllm"], help="for --learner: vllm (default) or hf")
     p.add_argument("--no-progress", action="store_true")
     return p
 
@@ -364,9 +354,12 @@ def make_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = make_parser().parse_args(argv)
     out = args.out or Path("runs/smol") / f"data_{args.benchmark}.jsonl"
+    if args.learner_engine and args.learner is None:
+        print("smol data: error: --learner-engine needs --learner ADAPTER", file=sys.stderr)
+        return 2
     try:
         m = build(args.benchmark, args.split, args.episodes, out, seed=args.seed, harness_share=args.harness_share,
-                  mistakes=args.mistakes, learner=args.learner, learner_engine=args.learner_engine,
+                  mistakes=args.mistakes, learner=args.learner, learner_engine=args.learner_engine or "vllm",
                   progress=not args.no_progress)
     except HarnessGymError as exc:
         print(f"smol data: error: {exc}", file=sys.stderr)

@@ -39,7 +39,9 @@ import re
 from dataclasses import dataclass, field
 
 from harness_gym.benchmarks.alfworld import scenes as S
+from harness_gym.benchmarks.alfworld.ctx import normalize_action
 from harness_gym.benchmarks.alfworld.tasks import APPLIANCE_OF, AlfTask, kind
+from harness_gym.benchmarks.alfworld.world import action_of
 from harness_gym.benchmarks.base import World
 from harness_gym.harness.files import Harness
 from harness_gym.models.base import ChatRequest
@@ -98,12 +100,7 @@ class Scene:
         for msg in messages[1:]:
             role, text = msg.get("role"), str(msg.get("content") or "")
             if role == "assistant":
-                calls = msg.get("tool_calls") or []
-                last_call = ""
-                if calls:
-                    call = ToolCall.from_message_call(calls[0])
-                    args = call.arguments if isinstance(call.arguments, dict) else {}
-                    last_call = str(args.get("action", "")).strip().lower()
+                last_call = command_of(msg) or ""
                 continue
             if role not in ("user", "tool") or _MARK not in text:
                 continue
@@ -302,22 +299,43 @@ def sighting(task: AlfTask, observation: str, scene: Scene) -> str:
 MISTAKE_ID = "mistake_"  # the tool-call id prefix of an injected wrong step (not rendered by the chat template)
 
 
+def command_of(message: Message) -> str | None:
+    """The command the world runs for a message's first ``take_action`` call, normalized as the
+    runtime normalizes it (case, spaces, a trailing period…); None without such a call."""
+    calls = message.get("tool_calls") or []
+    if not calls:
+        return None
+    call = ToolCall.from_message_call(calls[0])
+    return normalize_action(action_of(call)) if call.name == "take_action" else None
+
+
+def allowed(request: ChatRequest, command: str) -> bool:
+    """Whether ``command`` may go into a transcript as an untrained wrong step here: not the expert's
+    own next command, not a ``put``/``move``/``use`` (any can be the step that completes the goal,
+    which would then be left out of the loss), not a third identical command in a row (the
+    runtime's repeat limit). The one rule for ``mistake`` and ``smol data --learner``."""
+    task: AlfTask = request.knowledge
+    if command == Planner(task, Scene.read(task, request.messages)).plan()[0]:
+        return False
+    if command.startswith(("put ", "move ", "use ")):
+        return False
+    mine = [command_of(m) for m in request.messages if m.get("role") == "assistant"]
+    return not (len(mine) >= 2 and mine[-1] == mine[-2] == command)
+
+
 def mistake(request: ChatRequest, rng: random.Random) -> Message | None:
     """A wrong step of the kinds a small trained agent makes (``smol data --mistakes``), or None
     when none fits here: a ``go to`` an instance the room does not have, a revisit of a
-    receptacle already seen, the previous command again, or any listed action. Never the
-    expert's own next command, a ``put``/``move``/``use`` (any of them can be the step that
-    completes the goal, which would then be left out of the loss), nor a third identical command
-    in a row (the runtime's repeat limit). Its id starts with ``MISTAKE_ID`` so training leaves it
-    out of the loss and learns the expert's recovery."""
+    receptacle already seen, the previous command again, or any listed action — each only when
+    ``allowed``. Its id starts with ``MISTAKE_ID`` so training leaves it out of the loss and the
+    model learns the expert's recovery."""
     task: AlfTask = request.knowledge
     rnd = int(request.meta.get("round", 0))
     mine = [m for m in request.messages if m.get("role") == "assistant"]
     if rnd == 0 or not mine or any(str(c.get("id", "")).startswith(MISTAKE_ID) for c in mine[-1].get("tool_calls") or []):
         return None
     scene = Scene.read(task, request.messages)
-    planned = Planner(task, Scene.read(task, request.messages)).plan()[0]
-    previous, before = (_action(m) for m in (mine[-1], mine[-2] if len(mine) > 1 else {}))
+    previous = command_of(mine[-1])
     counts: dict[str, int] = {}
     for r in scene.receptacles:
         counts[kind(r)] = max(counts.get(kind(r), 0), int(r.rpartition(" ")[2] or 0))
@@ -328,21 +346,16 @@ def mistake(request: ChatRequest, rng: random.Random) -> Message | None:
     if revisit:
         r = rng.choice(revisit)
         options.append((f"go to {r}", f"I am looking for a {task.target_type}. Next I check the {r}."))
-    if previous and previous != before:
+    if previous:
         options.append((previous, "Let me try that again."))
     if scene.admissible:
         a = rng.choice(scene.admissible)
         options.append((a, f"Let me {a}."))
-    options = [(c, t) for c, t in options if c != planned and not c.startswith(("put ", "move ", "use "))]
+    options = [(c, t) for c, t in options if allowed(request, c)]
     if not options:
         return None
     command, thought = rng.choice(options)
     return assistant_message(thought, [ToolCall(f"{MISTAKE_ID}{rnd}_0", "take_action", {"action": command})])
-
-
-def _action(message: Message) -> str:
-    calls = message.get("tool_calls") or []
-    return str(ToolCall.from_message_call(calls[0]).arguments.get("action", "")).strip().lower() if calls else ""
 
 
 def _last_observation(messages: list[Message]) -> str:
