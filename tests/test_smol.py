@@ -289,6 +289,8 @@ def test_bf16_training_keeps_the_adapter_in_float32(tiny_dir, tmp_path):
     more = train([data], tmp_path / "more", max_steps=1, batch_size=1, grad_accum=1, checkpoints=0, base=tiny_dir,
                  progress=False, bf16=True, init_adapter=tmp_path / "run" / "adapter")
     assert more["base_dtype"] == "bfloat16"
+    # the manifest records the adapter trained (rank 4, alpha 8), not the flags (left at their defaults, 8 and 16)
+    assert (more["rank"], more["alpha"], more["targets"]) == (4, 8, m["targets"])
     assert {str(v.dtype) for v in load_file(str(tmp_path / "more" / "adapter" / "adapter_model.safetensors")).values()} \
         == {"torch.float32"}
     fp32 = train([data], tmp_path / "fp32", max_steps=1, batch_size=1, grad_accum=1, checkpoints=0, rank=4, alpha=8,

@@ -120,6 +120,8 @@ def train(data: list[Path], out: Path, *, seed: int = 0, epochs: float = 1.0, ma
     else:
         model = get_peft_model(model, LoraConfig(r=rank, lora_alpha=alpha, lora_dropout=0.0, target_modules=list(targets),
                                                  bias="none", task_type="CAUSAL_LM"))
+    lora = model.peft_config["default"]  # what is trained: with --init-adapter its own rank/alpha/targets, not the flags'
+    rank, alpha, targets = int(lora.r), int(lora.lora_alpha), tuple(sorted(lora.target_modules))
     steps_per_epoch = max(1, len(encoded) // (batch_size * grad_accum))
     total = max_steps if max_steps > 0 else max(1, int(steps_per_epoch * epochs))
     marks = sorted({max(1, round(total * (k + 1) / checkpoints)) for k in range(checkpoints)}) if checkpoints else []
@@ -257,9 +259,10 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-minutes", type=float, default=None, help="stop at this wall-clock budget")
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--warmup", type=int, default=2, help="warm-up steps (then a constant learning rate)")
-    p.add_argument("--rank", type=int, default=8)
-    p.add_argument("--alpha", type=int, default=16)
-    p.add_argument("--targets", default=",".join(ATTENTION), help="comma-separated module names for LoRA")
+    p.add_argument("--rank", type=int, default=8, help="LoRA rank (with --init-adapter: the adapter's own)")
+    p.add_argument("--alpha", type=int, default=16, help="LoRA alpha (with --init-adapter: the adapter's own)")
+    p.add_argument("--targets", default=",".join(ATTENTION),
+                   help="comma-separated module names for LoRA (with --init-adapter: the adapter's own)")
     p.add_argument("--batch-size", type=int, default=4)
     p.add_argument("--grad-accum", type=int, default=2)
     p.add_argument("--max-length", type=int, default=4096)
