@@ -344,6 +344,18 @@ def test_train_a_lora_adapter_merge_it_and_run_it_as_a_target(tiny_dir, tmp_path
                            max_rounds=2)
     assert again["outcomes"] == rec["recorded"]["outcomes"]
     assert again["tool_call_turns"] == rec["recorded"]["tool_call_turns"]
+    assert rec["earlier_stages"] == []
+    # a run that continued this one's adapter ships with the first stage's record, read from that run
+    more = train([data], tmp_path / "more", max_steps=1, batch_size=2, grad_accum=1, checkpoints=0, base=tiny_dir,
+                 progress=False, init_adapter=adapter)
+    rec2 = ship("dbbench", tmp_path / "more", "adapter", "continued", dest=tmp_path / "adapters2", base=tiny_dir)
+    assert [(st["adapter"], st["steps"], st["tokens_seen"], st["rank"]) for st in rec2["earlier_stages"]] == \
+        [(str(adapter), 4, m["tokens_seen"], 4)]
+    assert rec2["training"]["init_adapter"] == str(adapter) and more["steps"] == 1
+    (run / "train_manifest.json").unlink()  # a stage without its record: nothing is shipped
+    with pytest.raises(ConfigError, match="no train_manifest.json"):
+        ship("dbbench", tmp_path / "more", "adapter", "continued", dest=tmp_path / "adapters3", base=tiny_dir)
+    assert not (tmp_path / "adapters3").exists()
 
 
 def test_shared_prefix_training_computes_the_same_loss_as_a_whole_forward_pass():
@@ -404,12 +416,14 @@ def test_smol_target_strings_fail_clearly(tmp_path):
     # replies are capped at 256 tokens unless the string says otherwise: what the shipped numbers were measured with
     assert smol_target.parse_target(f"smol:webshop?adapter={tmp_path}&engine=vllm") == \
         ("webshop", tmp_path, "vllm", {"max_tokens": "256"})
-    for b in smol_target.BENCHMARKS:
-        if not (smol_target.ADAPTERS / b / "ADAPTER.json").is_file():
-            with pytest.raises(ConfigError, match="no trained adapter is shipped"):
-                smol_target.shipped(b)
-            from harness_gym.models.factory import make_backend
+    # a package with no adapter for a benchmark (every benchmark ships one today: an empty adapters folder stands in)
+    from harness_gym.models.factory import make_backend
 
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(smol_target, "ADAPTERS", tmp_path / "none")
+        for b in smol_target.BENCHMARKS:
+            with pytest.raises(ConfigError, match=f"no trained adapter is shipped for {b} \\(shipped: none\\)"):
+                smol_target.shipped(b)
             with pytest.raises(ConfigError, match="no trained adapter is shipped"):
                 make_backend("smol", benchmark=b)  # what an env with target="smol" builds
 

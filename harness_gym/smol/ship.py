@@ -4,7 +4,8 @@ Copies ``adapter_config.json`` and ``adapter_model.safetensors`` from a ``smol t
 (the final ``adapter/`` or a ``ckpt-<step>/``) to ``harness_gym/smol/adapters/<benchmark>/``
 and writes ``ADAPTER.json``: the adapter's sha256 (checked on every load), the training
 record (data sha256s, seed, hyper-parameters, steps, tokens, seconds, tokens/s, peak
-memory) and the learning-curve points of ``smol eval``, plus a free-text ``status`` (say
+memory) and, for a run that continued another's adapter (``--init-adapter``), every earlier
+stage's record (``earlier_stages``, oldest first) and the learning-curve points of ``smol eval``, plus a free-text ``status`` (say
 "pilot" when it is one). ``--dtype float16`` (the default) stores the adapter's tensors in
 half precision — half the bytes in the package; the recorded outcomes and the sha256 are
 those of the stored file, merged into the float32 base as every load does.
@@ -33,8 +34,9 @@ def ship(benchmark: str, run: Path, point: str, status: str, dest: Path | None =
     curves = {p.stem: json.loads(p.read_text())["points"] for p in sorted(run.glob("curve_*.json"))}
     step = next((c["step"] for c in manifest["checkpoints"] if c["dir"] == point), manifest["steps"])
     tokens = next((c["tokens_seen"] for c in manifest["checkpoints"] if c["dir"] == point), manifest["tokens_seen"])
-    keep = ("base", "data", "examples", "seed", "lr", "warmup", "rank", "alpha", "targets", "batch_size", "grad_accum",
+    keep = ("base", "data", "examples", "seed", "lr", "warmup", "init_adapter", "rank", "alpha", "targets", "batch_size", "grad_accum",
             "steps", "tokens_seen", "seconds", "tokens_per_s", "peak_rss_mb", "threads", "train_loss")
+    stages = earlier_stages(manifest, keep)  # before anything is copied: a missing stage record ships nothing
     out = (dest or ADAPTERS) / benchmark
     out.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(src / "adapter_config.json", out / "adapter_config.json")
@@ -42,6 +44,7 @@ def ship(benchmark: str, run: Path, point: str, status: str, dest: Path | None =
     sha = check_sha256(out, "")
     record = {"benchmark": benchmark, "sha256": sha, "dtype": dtype, "point": point, "step": step, "tokens_seen": tokens, "status": status,
               "training": {k: manifest.get(k) for k in keep},
+              "earlier_stages": stages,
               "curves": {name: [{k: p.get(k) for k in ("name", "step", "tokens_seen", "tasks", "success", "outcomes",
                                                         "max_tokens", "max_rounds")} for p in pts]
                          for name, pts in curves.items()}}
@@ -60,6 +63,27 @@ def ship(benchmark: str, run: Path, point: str, status: str, dest: Path | None =
                               "assistant_turns": res["assistant_turns"]}
     (out / "ADAPTER.json").write_text(json.dumps(record, indent=1) + "\n")
     return record
+
+
+def earlier_stages(manifest: dict, keep: tuple[str, ...]) -> list[dict]:
+    """The training records of the runs this one continued (``--init-adapter``), oldest first; each
+    stage's rank/alpha/targets read from its adapter (manifests before stop 37 recorded the flags)."""
+    stages: list[dict] = []
+    seen: set[str] = set()
+    while manifest.get("init_adapter") and manifest["init_adapter"] not in seen:
+        seen.add(manifest["init_adapter"])
+        adapter = Path(manifest["init_adapter"])
+        run_file = adapter.parent / "train_manifest.json"
+        if not run_file.is_file():
+            raise ConfigError(f"{adapter}: the run this adapter continued has no train_manifest.json; "
+                              "ship needs every stage's record")
+        manifest = json.loads(run_file.read_text())
+        stage = {"adapter": str(adapter), **{k: manifest.get(k) for k in keep}}
+        if (adapter / "adapter_config.json").is_file():
+            cfg = json.loads((adapter / "adapter_config.json").read_text())
+            stage.update(rank=cfg.get("r"), alpha=cfg.get("lora_alpha"), targets=sorted(cfg.get("target_modules") or []))
+        stages.insert(0, stage)
+    return stages
 
 
 def _store(src: Path, dst: Path, dtype: str) -> None:
