@@ -133,10 +133,10 @@ class ExpertBackend(ChatBackend):
         and round (the learner's replies are batched with other episodes', so its data is
         reproducible only as far as batched greedy decoding is)."""
         own = self.respond(request)
-        learned_cmd = None
+        learned_cmd = own_cmd = None
         if learned is not None:
-            learned_cmd = self.command_of(learned)
-            self.counts["no_tool_call" if learned_cmd is None else "agreed" if learned_cmd == self.command_of(own) else "differed"] += 1
+            learned_cmd, own_cmd = self.command_of(learned), self.command_of(own)
+            self.counts["no_tool_call" if learned_cmd is None else "agreed" if learned_cmd == own_cmd else "differed"] += 1
         if self.mistakes:
             rng = random.Random(f"mistake:{request.meta.get('episode_seed')}:{request.meta.get('round')}:{request.seed}")
             turns = train_turns(request.messages, self.mistake_id)
@@ -145,7 +145,7 @@ class ExpertBackend(ChatBackend):
                     wrong = self.mistake(request, rng)
                     if wrong is not None:
                         return wrong
-                elif learned_cmd is not None and learned_cmd != self.command_of(own) and self.allowed(request, learned_cmd):
+                elif learned_cmd is not None and learned_cmd != own_cmd and self.allowed(request, learned_cmd):
                     call = dict((learned.get("tool_calls") or [])[0], id=f"{self.mistake_id}{request.meta.get('round', 0)}_0")
                     return {**learned, "tool_calls": [call]}  # the learner's own message, its first call relabelled
         return own
