@@ -531,7 +531,8 @@ def main(argv: list[str] | None = None) -> int:
             a = score_in_subprocess(bench, args.a, pf, args.batches, args.out / f"scores_{bench}_a.json", args.transcripts)
             b = score_in_subprocess(bench, args.b, pf, args.batches, args.out / f"scores_{bench}_b.json", args.transcripts)
         except subprocess.CalledProcessError:
-            print(f"agreement: error: scoring {bench} failed (a target the factory does not know? see above)", file=sys.stderr)
+            print(f"agreement: error: scoring {bench} failed: the scoring process ended with the error above; the "
+                  "batches it finished are kept and a rerun resumes after them", file=sys.stderr)
             return 1
         res = summarize(panel, a, b, args.eps)
         if args.held_out is not None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -156,3 +157,28 @@ def test_hf_kv_store_keeps_its_byte_budget_least_recently_used_first() -> None:
     assert (1, 2, 3) not in store.entries and (1, 2, 3) not in store.pinned and store.bytes == 16 * 8
     store.put((6,) * 11, layers(11))  # larger than the whole budget: not kept, nothing evicted
     assert (6,) * 11 not in store.entries and store.bytes == 16 * 8
+
+
+def test_vllm_on_a_cpu_without_its_memory_share_free_says_so_in_one_line(smol: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """vLLM on a CPU reserves ``gpu_memory_utilization`` of the machine's memory and, when another engine or a
+    training run holds it, fails with the reason only in a worker's log. The backend checks first: one line that
+    says how much it needs, how much is free, and how to lower the share; no engine is started."""
+    need("vllm")
+    import psutil
+    from vllm.platforms import current_platform
+
+    from harness_gym.errors import BackendError
+    from harness_gym.models import vllm_engine
+    from harness_gym.models.factory import make_backend
+
+    if not current_platform.is_cpu():
+        pytest.skip("the check is for vLLM's CPU backend; this machine's vLLM runs on an accelerator")
+    total = psutil.virtual_memory().total
+    busy = SimpleNamespace(total=total, available=int(0.3 * total))  # 30% free
+    monkeypatch.setattr(psutil, "virtual_memory", lambda: busy)
+    monkeypatch.setattr(vllm_engine, "_engine_processes", lambda: pytest.fail("an engine was started"))
+    with pytest.raises(BackendError) as err:
+        make_backend(f"vllm:{smol}?max_tokens=8")  # the default share, 0.5
+    msg = str(err.value)
+    assert "\n" not in msg and "gpu_memory_utilization=0.5" in msg and "?gpu_memory_utilization=0.3" in msg
+    assert f"{0.3 * total / 1024 ** 3:.1f} GiB are" in msg

@@ -62,6 +62,7 @@ class VLLMBackend(ChatBackend):
         # One engine step on a busy 2-core CPU can pass vLLM's 300 s default; the engine then dies
         # for good and every later request fails. An hour is a hang, not a slow step.
         os.environ.setdefault("VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS", "3600")
+        _check_cpu_memory(config)
         started = _engine_processes()
         try:
             self.llm = vllm.LLM(
@@ -124,6 +125,31 @@ class VLLMBackend(ChatBackend):
         # holding 3.4 GB for an hour, parent gone): whatever this backend started and is still running ends here.
         engine, self._engine = getattr(self, "_engine", []), []
         _end(engine)
+
+
+def _check_cpu_memory(config: VLLMConfig) -> None:
+    """On a CPU, vLLM reserves ``gpu_memory_utilization`` of the machine's memory at start and fails, with the reason
+    only in its worker's log, when that much is not free (another engine or a training run holds it). Say so here,
+    in one line, before starting anything."""
+    import psutil  # a dependency of vllm
+
+    try:
+        from vllm.platforms import current_platform
+
+        on_cpu = bool(current_platform.is_cpu())
+    except Exception:  # noqa: BLE001 - an unknown platform: let vLLM decide
+        return
+    if not on_cpu:
+        return
+    mem = psutil.virtual_memory()
+    need = config.gpu_memory_utilization * mem.total
+    if mem.available < need:
+        gib = 1024 ** 3
+        raise BackendError(
+            f"vllm:{config.path}: the engine needs {need / gib:.1f} GiB free (gpu_memory_utilization="
+            f"{config.gpu_memory_utilization} of {mem.total / gib:.1f} GiB) and {mem.available / gib:.1f} GiB are: "
+            "another vLLM engine or a training run holds the rest; end it, or lower the share "
+            "(append ?gpu_memory_utilization=0.3 to the vllm: or smol: target)")
 
 
 def _engine_processes() -> dict[int, object]:
