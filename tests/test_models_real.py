@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -164,7 +163,6 @@ def test_vllm_on_a_cpu_without_its_memory_share_free_says_so_in_one_line(smol: s
     training run holds it, fails with the reason only in a worker's log. The backend checks first: one line that
     says how much it needs, how much is free, and how to lower the share; no engine is started."""
     need("vllm")
-    import psutil
     from vllm.platforms import current_platform
 
     from harness_gym.errors import BackendError
@@ -173,9 +171,8 @@ def test_vllm_on_a_cpu_without_its_memory_share_free_says_so_in_one_line(smol: s
 
     if not current_platform.is_cpu():
         pytest.skip("the check is for vLLM's CPU backend; this machine's vLLM runs on an accelerator")
-    total = psutil.virtual_memory().total
-    busy = SimpleNamespace(total=total, available=int(0.3 * total))  # 30% free
-    monkeypatch.setattr(psutil, "virtual_memory", lambda: busy)
+    total, _free = vllm_engine._memory()  # as vLLM's CPU worker counts them
+    monkeypatch.setattr(vllm_engine, "_memory", lambda: (total, int(0.3 * total)))  # 30% free
     monkeypatch.setattr(vllm_engine, "_engine_processes", lambda: pytest.fail("an engine was started"))
     with pytest.raises(BackendError) as err:
         make_backend(f"vllm:{smol}?max_tokens=8")  # the default share, 0.5

@@ -131,8 +131,6 @@ def _check_cpu_memory(config: VLLMConfig) -> None:
     """On a CPU, vLLM reserves ``gpu_memory_utilization`` of the machine's memory at start and fails, with the reason
     only in its worker's log, when that much is not free (another engine or a training run holds it). Say so here,
     in one line, before starting anything."""
-    import psutil  # a dependency of vllm
-
     try:
         from vllm.platforms import current_platform
 
@@ -141,15 +139,30 @@ def _check_cpu_memory(config: VLLMConfig) -> None:
         return
     if not on_cpu:
         return
-    mem = psutil.virtual_memory()
-    need = config.gpu_memory_utilization * mem.total
-    if mem.available < need:
+    total, available = _memory()
+    need = config.gpu_memory_utilization * total
+    if available < need:
         gib = 1024 ** 3
         raise BackendError(
             f"vllm:{config.path}: the engine needs {need / gib:.1f} GiB free (gpu_memory_utilization="
-            f"{config.gpu_memory_utilization} of {mem.total / gib:.1f} GiB) and {mem.available / gib:.1f} GiB are: "
+            f"{config.gpu_memory_utilization} of {total / gib:.1f} GiB) and {available / gib:.1f} GiB are: "
             "another vLLM engine or a training run holds the rest; end it, or lower the share "
             "(append ?gpu_memory_utilization=0.3 to the vllm: or smol: target)")
+
+
+def _memory() -> tuple[int, int]:
+    """(total, available) bytes as vLLM's CPU worker counts them (memory node 0, a cgroup's limit honoured), or as
+    psutil does where this vLLM lacks that helper."""
+    try:
+        from vllm.utils.cpu_resource_utils import get_memory_node_info
+
+        info = get_memory_node_info(0)
+        return int(info.total_memory), int(info.available_memory)
+    except Exception:  # noqa: BLE001 - another vLLM version: the system-wide numbers
+        import psutil  # a dependency of vllm
+
+        mem = psutil.virtual_memory()
+        return int(mem.total), int(mem.available)
 
 
 def _engine_processes() -> dict[int, object]:
