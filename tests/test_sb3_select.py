@@ -32,14 +32,16 @@ ROOT = Path(__file__).resolve().parents[1]
 BUILTINS = ["alfworld", "dbbench", "webshop"]
 # every benchmark with a HarnessSelect id: the built-ins and installed plugins (harness-gym-calc in CI)
 BENCHMARKS = sorted(v["benchmark"] for v in SELECT_ENV_IDS.values())
-# A small library per benchmark keeps training cheap: noop, the adaptive template, two fixed arms (ALFWorld:
-# an example patch, since self-refine's prose loses on the calibrated sim and left no arm above noop to learn;
+# A small library per benchmark keeps training cheap: noop, the adaptive template, two more arms (ALFWorld:
+# co-harness and the rewrite-only example, since on the sim fitted to the real agent at stop 39 the arms that
+# speak to the agent each turn (self-refine, the stage hints) lose, and co-harness is the arm above noop on
+# these training batches;
 # WebShop: the stall hint, the one arm above noop on these small training batches; DBBench: the batch-022 example,
 # since on the sim calibrated at stop 35 only the two example patches gain on these training batches).
 _ARMS = {
     "dbbench": ("noop", "template", "co-harness", "example:dbbench_batch022"),
     "webshop": ("noop", "template", "template:stall", "template:over_budget"),
-    "alfworld": ("noop", "template", "example:alfworld_stages", "template:substitute_object"),
+    "alfworld": ("noop", "template", "co-harness", "example:alfworld_mediate"),
 }
 
 

@@ -30,7 +30,17 @@ from harness_gym.benchmarks.alfworld.tasks import (
     AlfTask,
     kind,
 )
-from harness_gym.benchmarks.sim_reading import Advice, TextCost, discourages, draw_against, mentions, vocabulary
+from harness_gym.benchmarks.sim_reading import (
+    Advice,
+    TextCost,
+    count_words,
+    discourages,
+    draw_against,
+    is_notice,
+    mentions,
+    readable,
+    vocabulary,
+)
 from harness_gym.types import Message, ToolCall, assistant_message
 
 CONCEPTS: dict[str, re.Pattern[str]] = {
@@ -67,11 +77,18 @@ MAX_SAME_BLOCK = 2     # a refused command is retried at most once; then the age
 # unfamiliar text: no real ALFWorld target to calibrate on (issue 12: 0% after training); the
 # DBBench target's rate, the lower of the two measured (docs/agreement_smol.md, "Text costs")
 TEXT_COST = TextCost(per_word=0.004, cap=0.5, injected=3.0)
+# A message that arrives mid-episode (a hint, a refusal's message) as the real ALFWorld agent reads it
+# (stop 39, fitted on its transcripts of batches 0-9; docs/sim_alfworld.md, "Fresh messages"):
+JUMP = {"hint": 0.6, "refusal": 0.95}  # a message naming the task's transform or the lamp is acted on at once, literally
+SLIP_PER_WORD = 0.035  # a message that names nothing of this room derails the next command, per word ...
+SLIP_CAP = 0.6         # ... up to this chance
+GROUNDED_SHARE = 0.25  # a message naming an object, receptacle or listed command of this room derails this share as often
 SELF_FIX = 0.35        # chance the agent fixes a "Nothing happens." on its own
 MOVE_GRAMMAR_SLIP = 0.45  # in the 2024 grammar, the classic-trained agent writes `put` this often
 DONE_TEXT = "I have completed the task."
 NOT_EXECUTED = "The action was not executed."
 _SPLIT = "\nAVAILABLE ACTIONS: "
+_NUDGE = "You must call a tool! NEVER respond with only text."
 
 
 @lru_cache(maxsize=1)
@@ -141,17 +158,23 @@ class View:
     refusals: list[tuple[str, str]] = field(default_factory=list)  # (refused command, the hook's message)
     last: tuple[str, str] | None = None  # my last action and what came back (NOT_EXECUTED for blocks)
     advice: Advice = field(default_factory=Advice)
+    fresh: list[str] = field(default_factory=list)  # messages (hints, a refusal's message) since my last action
 
     @classmethod
     def read(cls, messages: list[Message]) -> View:
         first = str(messages[1].get("content") or "") if len(messages) > 1 else ""
         head, _, adm = first.partition(_SPLIT)
         view = cls(Tracker.start(head), parse_goal(head), adm.split("\n") if adm else [])
-        view.advice = Advice.read(messages, _base_prompt(), ignore=("You must call a tool! NEVER respond with only text.",))
+        view.advice = Advice.read(messages, _base_prompt(), ignore=(_NUDGE,))
         pending = ""
         for msg in messages[2:]:
             role = msg.get("role")
+            if role == "user":
+                text = str(msg.get("content") or "")
+                if text.strip() and not is_notice(text) and text != _NUDGE:
+                    view.fresh.append(text)
             if role == "assistant":
+                view.fresh = []
                 calls = msg.get("tool_calls") or []
                 pending = ""
                 if calls:
@@ -259,13 +282,13 @@ class _Agent:
 
     # --- beliefs ---------------------------------------------------------------------
     def my_dest(self) -> str:
-        if "dest" in self.told():
-            return self.told()["dest"]
         d = self.dest
-        similar = [t for t in S.SIMILAR_RECEPTACLE.get(d, ()) if any(kind(r) == t for r in self.t.receptacles)]
-        if self.has("misread_goal"):
+        if self.has("misread_goal"):  # intrinsic: a refusal naming the right type does not make it re-read its goal
             others = sorted({kind(r) for r in self.t.receptacles} - {d, *APPLIANCE_OF.values()}) or [d]
             return others[int(self.p.u["misread"] * len(others)) % len(others)]
+        if "dest" in self.told():
+            return self.told()["dest"]
+        similar = [t for t in S.SIMILAR_RECEPTACLE.get(d, ()) if any(kind(r) == t for r in self.t.receptacles)]
         if not similar:
             return d
         distracted = self.p.u["distraction"] < self.v.advice.distraction(CONCEPTS, TEXT_COST)
@@ -300,6 +323,9 @@ class _Agent:
         last = self.v.last
         if last and last[1].strip() == NOTHING and not self._fixes_nothing():
             return self._do(last[0], "Let me try that again.")
+        now = self._fresh_reaction()
+        if now is not None:
+            return self._do(*now)
         cmd, thought = self.plan()
         if cmd is None:
             return assistant_message(DONE_TEXT)
@@ -321,6 +347,46 @@ class _Agent:
             if f"go to {rec}" in options:
                 return f"go to {rec}", "That was refused; let me try somewhere else."
         return ("look" if refused != "look" else "inventory"), "That was refused; let me look around."
+
+    def _fresh_reaction(self) -> tuple[str, str] | None:
+        """What a message that arrived since the last action makes the agent do at once, before its own
+        plan (the real ALFWorld agent's transcripts, stop 39): one that names the task's transform
+        (clean/heat/cool, negated or not) or the lamp is acted on literally, here and now, wherever the
+        agent stands — ``heat egg 2 with microwave 1`` from the countertop is "Nothing happens." (a hint
+        with p ``JUMP["hint"]``, a refusal's message with ``JUMP["refusal"]``); one that names nothing of
+        this room (no object, receptacle or listed command) derails the next command into one the room
+        does not offer, with p ``SLIP_PER_WORD`` a word up to ``SLIP_CAP``. Drawn per round, so
+        episodes without such messages are unchanged."""
+        msgs = [m for m in dict.fromkeys(self.v.fresh) if readable(m)]
+        if not msgs:
+            return None
+        u = random.Random(f"{self.p.seed}:fresh:{self.round}").random()
+        named = self._named_action(msgs)
+        if named is not None:
+            refused = bool(self.v.last) and self.v.last[1] == NOT_EXECUTED
+            return (named, "As I was told.") if u < JUMP["refusal" if refused else "hint"] else None
+        share = GROUNDED_SHARE if any(self.grounds(m, "") for m in msgs) else 1.0
+        words = sum(count_words(m) for m in msgs)
+        if u < min(SLIP_CAP, SLIP_PER_WORD * share * words):
+            where = self.t.location or next(iter(self._search_order(self.target)), "")
+            return f"take {self.target} 1 from {where}", f"Let me take the {self.target}."
+        return None
+
+    def _named_action(self, msgs: list[str]) -> str | None:
+        """The command a message names, as a small model writes it from the message's words: the task's
+        transform on what it holds (or the task's object) with the first appliance of that type, or
+        ``use`` of the lamp; None when no message names either."""
+        text = " ".join(msgs)
+        if self.transform and re.search(rf"\b{self.transform}(ed|ing|s)?\b", text, re.IGNORECASE):
+            app_type = APPLIANCE_OF[self.transform]
+            app = self._first_of(app_type) or f"{app_type} 1"
+            return f"{self.transform} {self.t.inventory or self.target} with {app}"
+        if self.ttype == "look_at_obj_in_light" and re.search(r"\blamp\b", text, re.IGNORECASE) \
+                and re.search(r"\buse\b|turn (it )?on|switch (it )?on", text, re.IGNORECASE):
+            want = self.v.goal["toggle_type"] if self.v.goal["toggle_type"] in S.LAMPS else S.LAMPS[0]
+            lamp = next((o for o in self.t.object_at if kind(o) == want), want)
+            return f"use {lamp}"
+        return None
 
     def _fixes_nothing(self) -> bool:
         return self.p.u["self_fix"] < SELF_FIX or self.follows("admissible")
