@@ -383,7 +383,7 @@ class _Agent:
             return f"{self.transform} {self.t.inventory or self.target} with {app}"
         if self.ttype == "look_at_obj_in_light" and re.search(r"\blamp\b", text, re.IGNORECASE) \
                 and re.search(r"\buse\b|turn (it )?on|switch (it )?on", text, re.IGNORECASE):
-            want = self.v.goal["toggle_type"] if self.v.goal["toggle_type"] in S.LAMPS else S.LAMPS[0]
+            want = self._lamp_type()
             lamp = next((o for o in self.t.object_at if kind(o) == want), want)
             return f"use {lamp}"
         return None
@@ -455,7 +455,7 @@ class _Agent:
             if held is not None:
                 return self._put_back(held)
             return self._fetch(exclude=set())
-        want = self.v.goal["toggle_type"] if self.v.goal["toggle_type"] in S.LAMPS else S.LAMPS[0]
+        want = self._lamp_type()
         lamp = next((o for o, r in t.object_at.items() if kind(o) == want), None)
         if lamp is None:
             return self._explore(want=want)
@@ -469,6 +469,10 @@ class _Agent:
         if lamp in t.lamps_on:
             return f"use {lamp}", "The lamp is on."
         return f"use {lamp}", f"I turn on the {lamp}."
+
+    def _lamp_type(self) -> str:
+        """The lamp the goal names (a desk lamp or a floor lamp), the desk lamp when it names none."""
+        return self.v.goal["toggle_type"] if self.v.goal["toggle_type"] in S.LAMPS else S.LAMPS[0]
 
     def _fetch(self, exclude: set[str]) -> tuple[str, str]:
         t, ok = self.t, self.acceptable()
