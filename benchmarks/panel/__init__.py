@@ -359,25 +359,6 @@ ALFWORLD_VARIANTS: dict[str, tuple[str, dict[str, str]]] = {
             if cmd.split()[0] in ("put", "move") and len(words) > 2 and words[1] + " " + words[2] in cmd:
                 return {"type": "rewrite_action", "action": cmd}
 ''')}),
-    # action mediation (stop 39): the real agent's failures are commands the room does not offer, repeated
-    # until the repeat rule ends the episode; this rewrites such a command into a listed one, never a message
-    "alf-rewrite-mediate": ("rewrites", {"on_before_action": _hook('''    act = ctx["action"]["final_action"] or ctx["action"]["normalized"]
-    adm = ctx["admissible"]
-    if not act or act in adm:
-        return None
-    w = ctx["world"]
-    words = act.split()
-    for cmd in adm:
-        c = cmd.split()
-        if len(c) > 1 and len(words) > 1 and c[0] == words[0] and c[1] == words[1]:
-            return {"type": "rewrite_action", "action": cmd}
-    for name in w["visited"] + w["unvisited"] + [w["lamp_location"]]:
-        if name and name in act and "go to " + name in adm:
-            return {"type": "rewrite_action", "action": "go to " + name}
-    for name in w["unvisited"]:
-        if "go to " + name in adm:
-            return {"type": "rewrite_action", "action": "go to " + name}
-''')}),
     "alf-harmful-block-all-takes": ("harmful", {"on_before_action": _hook('''    act = ctx["action"]["final_action"] or ctx["action"]["normalized"]
     if act.startswith("take "):
         return {"type": "block_and_prompt", "message": "No."}
