@@ -103,3 +103,39 @@ def test_template_detects_signatures_and_writes_valid_generic_hooks() -> None:
         assert detect({"failures": []}) == [] and build_hooks([]) == {}
     finally:
         env.close()
+
+
+@pytest.mark.parametrize(("act", "expected"), [
+    ("go to stoveburner 5", "go to stoveburner 2"),        # no stoveburner 5: another one, unsearched first
+    ("open cabinet 10", "open cabinet 1"),                 # the one here, not a walk to "cabinet 1" by substring
+    ("take apple 1 from countertop 1", "take apple 2 from countertop 1"),
+    ("examine cabinet 10", "go to cabinet 10"),            # no examine listed: walk to the receptacle it names
+    ("take mug 1 from countertop 1", "go to armchair 1"),  # names nothing listed: the next unsearched receptacle
+    ("go to cabinet 1", None),                             # listed: unchanged
+])
+def test_mediation_example_maps_a_command_to_the_nearest_listed_one(act: str, expected: str | None) -> None:
+    """Stop 39's review: the example's "same verb and object" rule compared the word after the verb, so every
+    unlisted go-to ("to") went to the alphabetically first receptacle, and a substring test turned
+    `open cabinet 10` into `go to cabinet 1`. It matches whole words and numbers now."""
+    import asyncio
+
+    from harness_gym.evaluation.benchmarks import get_benchmark
+    from harness_gym.harness.patch import parse_patch
+    from harness_gym.runtime.hooks import HookRunner
+    from harness_gym.sandbox.pool import SandboxPool
+
+    base = get_benchmark("alfworld").default_harness()
+    harness = parse_patch(MEDIATE, base).apply(base)
+    adm = ["go to armchair 1", "go to cabinet 1", "go to cabinet 10", "go to stoveburner 1", "go to stoveburner 2",
+           "open cabinet 1", "take apple 2 from countertop 1", "look", "inventory"]
+    world = {"inventory": None, "visited": ["countertop 1", "stoveburner 1", "cabinet 1"], "placed_items": [],
+             "unvisited": ["armchair 1", "cabinet 10", "stoveburner 2"], "lamp_location": ""}
+    task = {"task_type": "pick_and_place_simple", "target_type": "apple", "destination_type": "fridge"}
+    ctx = {"action": {"final_action": "", "normalized": act}, "admissible": adm, "world": world, "task": task}
+    pool = SandboxPool(workers=1, call_timeout_s=2.0)
+    try:
+        run = asyncio.run(HookRunner(harness, pool).run("on_before_action", ctx, {}))
+    finally:
+        asyncio.run(pool.close())
+    assert [e.get("error") for e in run.events] == [None]
+    assert [(e["type"], e["action"]) for e in run.effects] == ([] if expected is None else [("rewrite_action", expected)])
