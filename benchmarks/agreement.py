@@ -4,7 +4,8 @@ A panel per env of >= 30 diverse patches — the policies' outputs (template, se
 co-harness, noop) on several packets, the example patches, hand-written variants (bounded
 and unbounded guards, hints only, rewrites only, skills only, stuffed, generic, harmful),
 guards of the Harness-R1 demo's kind and trigger-word-only lines (``benchmarks/panel``) —
-is scored on the same batches (env seeds ``0..batches-1``) by target A and target B.
+is scored on the same batches (env seeds ``0..batches-1``, or ``S..S+batches-1`` with ``--first-seed S``)
+by target A and target B.
 It reports, per env and per metric (Δ score, Δ success), Spearman's ρ between A's and B's
 mean Δ, sign agreement (patches whose Δ has the same sign, |Δ| < ``--eps`` counting as 0),
 how well each target's own ranking of the panel reproduces on other tasks (``batch_rho``: the mean
@@ -148,12 +149,12 @@ Rows = dict[str, list[dict[str, Any]]]  # per patch (sha256 of its text): its ro
 
 def score(benchmark: str, target: str, texts: list[str], batches: int, kept: Rows,
           save: Callable[[Rows], None] | None = None, transcripts: Path | None = None,
-          names: list[str] | None = None) -> Rows:
-    """Score each patch on env seeds 0..batches-1 that ``kept`` lacks for it: per batch, every
+          names: list[str] | None = None, first_seed: int = 0) -> Rows:
+    """Score each patch on env seeds first_seed..first_seed+batches-1 that ``kept`` lacks for it: per batch, every
     patch short of that batch in one ``evaluate_patches`` call (its Δ against that call's own
     baseline). Rows are {valid, delta_score, delta_success, error, fixed, broke, …}; ``save``
     gets ``kept`` after each batch, so a run that stops resumes after its last finished batch.
-    ``transcripts``: a folder that gets, per batch scored here, ``batch<s>.jsonl.gz`` with every episode
+    ``transcripts``: a folder that gets, per batch scored here, ``batch<seed>.jsonl.gz`` with every episode
     (the baseline's, then each patch's: ``write_transcripts``); ``names`` label the patches there."""
     import gymnasium as gym
 
@@ -163,7 +164,8 @@ def score(benchmark: str, target: str, texts: list[str], batches: int, kept: Row
     shas = list(by_sha)
     done = min(len(kept.get(h, [])) for h in shas) if shas else batches
     if 0 < done < batches:
-        print(f"agreement: {benchmark} on {target}: resuming after batch {done}/{batches}", file=sys.stderr, flush=True)
+        print(f"agreement: {benchmark} on {target}: resuming after batch {done}/{batches} (seed {first_seed + done - 1})",
+              file=sys.stderr, flush=True)
     label = {_text_sha(t): n for t, n in zip(texts, names)} if names else {h: h for h in shas}
     env = None
     try:
@@ -173,20 +175,21 @@ def score(benchmark: str, target: str, texts: list[str], batches: int, kept: Row
                 continue
             if env is None:
                 env = gym.make(ENV_IDS[benchmark], target=_apply_stand_in(target))
-            env.reset(seed=s)
+            env.reset(seed=first_seed + s)
             res = env.unwrapped.evaluate_patches([by_sha[h] for h in need], episodes=transcripts is not None)
             short = [r for r in res if r.get("incomplete")]
             if short:  # an environment failure (a dead server): nothing of this batch is kept
-                raise SystemExit(f"agreement: error: {benchmark} on {target}: batch {s + 1}: "
+                raise SystemExit(f"agreement: error: {benchmark} on {target}: batch {s + 1} (seed {first_seed + s}): "
                                  f"{len(short[0]['incomplete'])} tasks ended in environment errors; nothing of this batch was kept")
             if transcripts is not None:
-                write_transcripts(transcripts / f"batch{s}.jsonl.gz", s, [(label[h], h) for h in need], res)
+                write_transcripts(transcripts / f"batch{first_seed + s}.jsonl.gz", first_seed + s,
+                                  [(label[h], h) for h in need], res)
             for h, r in zip(need, res):
                 kept[h].append({"valid": r["patch_valid"], "delta_score": r.get("delta_score"),
                                 "delta_success": r.get("delta_success"), "error": r.get("patch_error"),
                                 **fix_break(r.get("per_task") or [])})
             print(f"agreement: {benchmark} on {target}: batch {s + 1}/{batches} scored ({len(need)} of "
-                  f"{len(shas)} patches)", file=sys.stderr, flush=True)
+                  f"{len(shas)} patches) on env seed {first_seed + s}", file=sys.stderr, flush=True)
             if save is not None:
                 save(kept)
     finally:
@@ -214,10 +217,13 @@ def write_transcripts(path: Path, batch: int, patches: list[tuple[str, str]], re
     return path
 
 
-def _kept_key(target: str) -> str:
-    """What a kept score file is keyed by: the target string, and for a sim (or sim stand-in) the
+def _kept_key(target: str, first_seed: int = 0) -> str:
+    """What a kept score file is keyed by: the target string (and the first env seed, where it is not 0:
+    rows are per batch, so rows from other seeds never mix), and for a sim (or sim stand-in) the
     package's code as well — the sim is rescored in seconds whenever its code changed, where a real
     target's rows are kept across code changes (they take hours; rescore with a new ``--out``)."""
+    if first_seed:
+        return f"{_kept_key(target)}@seeds-from-{first_seed}"
     if not target.startswith("sim"):
         return target
     import hashlib
@@ -228,7 +234,7 @@ def _kept_key(target: str) -> str:
     return f"{target}@code-{h.hexdigest()[:12]}"
 
 
-def _load_kept(path: Path, target: str, panel_file: Path | None = None) -> Rows:
+def _load_kept(path: Path, target: str, panel_file: Path | None = None, first_seed: int = 0) -> Rows:
     """The rows kept in ``path`` for ``target``, per patch. A file of the earlier whole-panel
     format ({key: {target, panel_sha256}, scores: [batch][patch]}) is read when its panel is
     ``panel_file``."""
@@ -238,7 +244,7 @@ def _load_kept(path: Path, target: str, panel_file: Path | None = None) -> Rows:
         return {}
     if not isinstance(kept, dict):
         return {}
-    target = _kept_key(target)
+    target = _kept_key(target, first_seed)
     if kept.get("target") == target and isinstance(kept.get("patches"), dict):
         return {h: rows for h, rows in kept["patches"].items()  # a malformed entry is scored again
                 if isinstance(rows, list) and all(isinstance(r, dict) and "valid" in r for r in rows)}
@@ -251,9 +257,9 @@ def _load_kept(path: Path, target: str, panel_file: Path | None = None) -> Rows:
     return {}
 
 
-def _save_kept(path: Path, target: str, kept: Rows) -> None:
+def _save_kept(path: Path, target: str, kept: Rows, first_seed: int = 0) -> None:
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps({"target": _kept_key(target), "patches": kept}), encoding="utf-8")
+    tmp.write_text(json.dumps({"target": _kept_key(target, first_seed), "patches": kept}), encoding="utf-8")
     tmp.replace(path)
 
 
@@ -268,29 +274,30 @@ def fix_break(per_task: list[dict[str, Any]]) -> dict[str, int]:
 
 
 def score_in_subprocess(benchmark: str, target: str, panel_file: Path, batches: int, out_file: Path,
-                        transcripts: bool = False) -> list[list[dict]]:
-    """Target ``target``'s scores of the panel on batches 0..batches-1 ([batch][patch]), computed in
+                        transcripts: bool = False, first_seed: int = 0) -> list[list[dict]]:
+    """Target ``target``'s scores of the panel on batches 0..batches-1 (env seeds ``first_seed`` on;
+    [batch][patch]), computed in
     a child process. Rows are kept per target and per patch text in ``out_file`` (with a
     ``.partial`` beside it while a child runs): a later run reuses every (patch, batch) it finds —
     fewer batches take the first ones, more batches or new patches score only what is missing,
     and a run that stopped resumes after its last finished batch."""
     texts = [p["text"] for p in json.loads(panel_file.read_text(encoding="utf-8"))]
     partial = out_file.with_name(out_file.name + ".partial")
-    kept = _load_kept(out_file, target, panel_file)
-    for h, rows in _load_kept(partial, target, panel_file).items():
+    kept = _load_kept(out_file, target, panel_file, first_seed)
+    for h, rows in _load_kept(partial, target, panel_file, first_seed).items():
         if len(rows) > len(kept.get(h, [])):
             kept[h] = rows
     shas = [_text_sha(t) for t in texts]
     if all(len(kept.get(h, [])) >= batches for h in shas):
         print(f"agreement: {benchmark} on {target}: reusing {out_file}", file=sys.stderr)
-        _save_kept(out_file, target, kept)  # in this format, with what a .partial or an older file held
+        _save_kept(out_file, target, kept, first_seed)  # in this format, with what a .partial or an older file held
         partial.unlink(missing_ok=True)
     else:
-        _save_kept(partial, target, kept)
+        _save_kept(partial, target, kept, first_seed)
         cmd = [sys.executable, __file__, "--score-one", benchmark, "--target-one", target, "--panel-file", str(panel_file),
-               "--batches", str(batches), "--score-out", str(out_file)] + (["--transcripts"] if transcripts else [])
-        subprocess.run(cmd, check=True, cwd=ROOT)
-        kept = _load_kept(out_file, target)
+               "--batches", str(batches), "--score-out", str(out_file), "--first-seed", str(first_seed)]
+        subprocess.run(cmd + (["--transcripts"] if transcripts else []), check=True, cwd=ROOT)
+        kept = _load_kept(out_file, target, first_seed=first_seed)
     return [[kept[h][s] for h in shas] for s in range(batches)]
 
 
@@ -414,9 +421,10 @@ def _num(x: float | None) -> str:
     return "n/a" if x is None or math.isnan(x) else f"{x:+.2f}"
 
 
-def table_md(env_id: str, a: str, b: str, batches: int, result: dict[str, Any], metric: str) -> str:
+def table_md(env_id: str, a: str, b: str, batches: int, result: dict[str, Any], metric: str, first_seed: int = 0) -> str:
     s = result["stats"][metric]
-    out = [f"## {env_id}: {a} vs {b}, {batches} batches, {metric.replace('_', ' ')}",
+    out = [f"## {env_id}: {a} vs {b}, {batches} batches (env seeds {first_seed}..{first_seed + batches - 1}), "
+           f"{metric.replace('_', ' ')}",
            f"Spearman ρ = {s['spearman']:+.3f}, sign agreement = {s['sign_agreement']:.0%} over {s['n']} patches",
            f"The panel's ranking batch to batch (mean ρ): {a} {_num(s.get('batch_rho_a'))}, {b} {_num(s.get('batch_rho_b'))}; "
            f"reliability of the {batches}-batch mean: {a} {_num(s.get('reliability_a'))}, {b} "
@@ -424,7 +432,8 @@ def table_md(env_id: str, a: str, b: str, batches: int, result: dict[str, Any], 
     if "held_out" in result:
         h, k = result["held_out"]["stats"][metric], result["held_out"]["first_batch"]
         out.append(f"Batches {k}..{batches - 1} alone (--held-out {k}): Spearman ρ = {_num(h['spearman'])}, "
-                   f"sign agreement = {h['sign_agreement']:.0%} over {h['n']} patches; ceiling {_num(h.get('ceiling'))}")
+                   f"sign agreement = {h['sign_agreement']:.0%} over {h['n']} patches; ceiling {_num(h.get('ceiling'))} "
+                   f"(env seeds {first_seed + k}..{first_seed + batches - 1})")
     out += ["",
            f"| patch | family | {a} Δ | {b} Δ [95% CI] | {a} fixed/broke | {b} fixed/broke |", "|---|---|---|---|---|---|"]
     fmt = lambda v: "invalid" if v is None else f"{v:+.3f}"  # noqa: E731
@@ -476,7 +485,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--env", default="webshop,dbbench,alfworld", help="comma-separated: webshop, dbbench, alfworld")
     ap.add_argument("--a", default="sim", help="target A (default: sim)")
     ap.add_argument("--b", default="smol", help="target B (default: smol, the trained CPU target of issue 12)")
-    ap.add_argument("--batches", type=int, default=10, help="env seeds 0..N-1 scored by both targets")
+    ap.add_argument("--batches", type=int, default=10, help="N batches scored by both targets: env seeds S..S+N-1")
+    ap.add_argument("--first-seed", type=int, default=0, metavar="S",
+                    help="the first batch's env seed (default 0): score a panel on seeds a sim was not fitted to")
     ap.add_argument("--eps", type=float, default=0.005, help="|Δ| below this counts as 0 for sign agreement")
     ap.add_argument("--out", type=Path, default=Path("runs/agreement"))
     ap.add_argument("--held-out", type=int, default=None, metavar="K",
@@ -497,18 +508,20 @@ def main(argv: list[str] | None = None) -> int:
         panel = json.loads(args.panel_file.read_text(encoding="utf-8"))
         texts = [p["text"] for p in panel]
         partial = args.score_out.with_name(args.score_out.name + ".partial")
-        kept = _load_kept(partial, args.target_one)
+        kept = _load_kept(partial, args.target_one, first_seed=args.first_seed)
         folder = args.score_out.with_name(args.score_out.stem.replace("scores_", "transcripts_", 1))
         kept = score(args.score_one, args.target_one, texts, args.batches, kept,
-                     lambda k: _save_kept(partial, args.target_one, k), transcripts=folder if args.transcripts else None,
-                     names=[p["name"] for p in panel])
-        _save_kept(args.score_out, args.target_one, kept)
+                     lambda k: _save_kept(partial, args.target_one, k, args.first_seed),
+                     transcripts=folder if args.transcripts else None, names=[p["name"] for p in panel],
+                     first_seed=args.first_seed)
+        _save_kept(args.score_out, args.target_one, kept, args.first_seed)
         partial.unlink(missing_ok=True)
         return 0
     envs = [e.strip() for e in args.env.split(",") if e.strip()]
     bad = [e for e in envs if e not in ENV_IDS]
-    if bad or args.batches < 1:
-        print(f"agreement: error: --env must name {sorted(ENV_IDS)} and --batches be >= 1 (got {bad or args.batches})",
+    if bad or args.batches < 1 or args.first_seed < 0:
+        print(f"agreement: error: --env must name {sorted(ENV_IDS)}, --batches be >= 1 and --first-seed >= 0 "
+              f"(got {bad or (args.batches, args.first_seed)})",
               file=sys.stderr)
         return 2
     if args.held_out is not None and not 0 < args.held_out < args.batches:
@@ -528,8 +541,8 @@ def main(argv: list[str] | None = None) -> int:
         pf = args.out / f"panel_{bench}.json"
         pf.write_text(json.dumps(panel, indent=1), encoding="utf-8")
         try:
-            a = score_in_subprocess(bench, args.a, pf, args.batches, args.out / f"scores_{bench}_a.json", args.transcripts)
-            b = score_in_subprocess(bench, args.b, pf, args.batches, args.out / f"scores_{bench}_b.json", args.transcripts)
+            a, b = (score_in_subprocess(bench, t, pf, args.batches, args.out / f"scores_{bench}_{side}.json", args.transcripts,
+                                        args.first_seed) for side, t in (("a", args.a), ("b", args.b)))
         except subprocess.CalledProcessError:
             print(f"agreement: error: scoring {bench} failed: the scoring process ended with the error above; the "
                   "batches it finished are kept and a rerun resumes after them", file=sys.stderr)
@@ -541,11 +554,11 @@ def main(argv: list[str] | None = None) -> int:
         results[bench] = res
         # DBBench and ALFWorld rewards are 0/1: their Δ success is their Δ score
         for metric in ("delta_score", "delta_success") if bench == "webshop" else ("delta_score",):
-            md.append(table_md(ENV_IDS[bench], args.a, args.b, args.batches, res, metric))
+            md.append(table_md(ENV_IDS[bench], args.a, args.b, args.batches, res, metric, args.first_seed))
             print(md[-1].split("\n\n")[0])
-    (args.out / "agreement.json").write_text(json.dumps(_json_safe({"a": args.a, "b": args.b, "batches": args.batches,
-                                                         "held_out": args.held_out, "a_key": _kept_key(args.a),
-                                                         "b_key": _kept_key(args.b),
+    (args.out / "agreement.json").write_text(json.dumps(_json_safe({"a": args.a, "b": args.b, "batches": args.batches, "first_seed": args.first_seed,
+                                                         "held_out": args.held_out, "a_key": _kept_key(args.a, args.first_seed),
+                                                         "b_key": _kept_key(args.b, args.first_seed),
                                                          "results": results}), indent=1, allow_nan=False),
                                              encoding="utf-8")
     (args.out / "agreement.md").write_text("\n\n".join(md) + "\n", encoding="utf-8")

@@ -180,7 +180,7 @@ def test_held_out_batches_are_summarized_alone(tmp_path: Path, monkeypatch: pyte
     b = [[cell(x) for x in (0.1, 0.2, 0.3, 0.4, 0.5)], [cell(x) for x in (0.5, 0.4, 0.3, 0.2, 0.1)],
          [cell(x) for x in (0.5, 0.4, 0.3, 0.1, 0.2)]]
     monkeypatch.setattr(ag, "build_panel", lambda bench, only=None: panel)
-    monkeypatch.setattr(ag, "score_in_subprocess", lambda bench, target, pf, n, out, transcripts=False: (a if target == "sim" else b)[:n])
+    monkeypatch.setattr(ag, "score_in_subprocess", lambda bench, target, pf, n, out, transcripts=False, first_seed=0: (a if target == "sim" else b)[:n])
     out = str(tmp_path)
     assert ag.main(["--env", "dbbench", "--b", "other", "--batches", "3", "--held-out", "1", "--out", out]) == 0
     data = json.loads((tmp_path / "agreement.json").read_text(), parse_constant=lambda c: pytest.fail(f"bare {c} in JSON"))
@@ -312,3 +312,25 @@ def test_a_kept_panel_is_scored_as_it_is(tmp_path: Path, capfd: pytest.CaptureFi
         ag.main(args + ["--panel", str(tmp_path / "missing")])
     assert ag.main(["--env", "dbbench,webshop", "--batches", "1", "--out", str(out), "--panel", str(kept / "panel_dbbench.json")]) == 2
     assert "one env's panel" in capfd.readouterr().err
+
+
+def test_first_seed_scores_later_seeds_and_keeps_them_apart(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    """``--first-seed S`` scores env seeds S.. (a panel's rows on seeds a sim was not fitted to): the rows equal
+    those of seed S in a run from 0, are keyed by S (never read back as seeds 0..), and transcripts are named by seed."""
+    root = Path(__file__).resolve().parents[1]
+    text = (root / "examples" / "patches" / "dbbench_stage_guards.txt").read_text()
+    pf = tmp_path / "panel.json"
+    pf.write_text(json.dumps([{"name": "guards", "family": "example", "text": text}]))
+    (tmp_path / "zero").mkdir()
+    (tmp_path / "two").mkdir()
+    from_zero = ag.score_in_subprocess("dbbench", "sim", pf, 3, tmp_path / "zero" / "scores_dbbench_a.json")
+    later = ag.score_in_subprocess("dbbench", "sim", pf, 1, tmp_path / "two" / "scores_dbbench_a.json",
+                                   transcripts=True, first_seed=2)
+    assert later[0][0] == from_zero[2][0] and later[0][0] != from_zero[0][0]
+    assert "batch 1/1 scored (1 of 1 patches) on env seed 2" in capfd.readouterr().err
+    assert (tmp_path / "two" / "transcripts_dbbench_a" / "batch2.jsonl.gz").exists()
+    kept = tmp_path / "two" / "scores_dbbench_a.json"
+    assert json.loads(kept.read_text())["target"] == ag._kept_key("sim") + "@seeds-from-2"
+    assert ag._load_kept(kept, "sim") == {} and ag._load_kept(kept, "sim", first_seed=2)
+    assert ag.main(["--env", "dbbench", "--first-seed", "-1", "--out", str(tmp_path)]) == 2
+    assert "--first-seed >= 0" in capfd.readouterr().err
