@@ -120,6 +120,56 @@ def test_a_message_naming_nothing_of_the_room_derails_the_next_command() -> None
     expected = min(SLIP_CAP, SLIP_PER_WORD * count_words(msg))
     assert abs(derailed / 40 - expected) <= 0.2, (derailed, expected)
     assert all(_steps(x)[0][1].strip() != "Nothing happens." for x in a)
+    for x, y in zip(a, b):  # a derail is a command the room does not offer, never a lucky pick-up
+        if _steps(y)[0][0] != _steps(x)[0][0]:
+            assert _steps(y)[0][1].strip() == "Nothing happens.", _steps(y)[0]
+
+
+def _first_commands(message: str, tasks: list) -> list[str]:
+    hook = 'def hook(ctx, nb):\n    if ctx["step"] == 0:\n        return {"message": ' + repr(message) + '}\n    return None\n'
+    _, b = _run(harness_r1_patch("alfworld", "one hint", {"make_pre_hint": hook}), tasks, list(range(len(tasks))))
+    return [_steps(y)[0][0] for y in b]
+
+
+@pytest.mark.parametrize(("task_type", "wordings"), [
+    ("pick_heat_then_place_in_recep", ["Heat the object before you place it.", "Warm the object before you place it."]),
+    ("pick_cool_then_place_in_recep", ["Cool the object before you place it.", "Chill the object before you place it."]),
+    ("pick_clean_then_place_in_recep", ["Clean the object before you place it.", "Wash the object before you place it.",
+                               "Rinse the object before you place it."]),
+    ("look_at_obj_in_light", ["Turn on the desk lamp.", "Turn on the desklamp.", "Turn on the lamp."]),
+])
+def test_other_words_for_the_same_instruction_are_acted_on_alike(task_type: str, wordings: list[str]) -> None:
+    """Stop 39's review: "warm"/"chill"/"wash" count as transform advice but dodged the literal jump, and
+    "desklamp" (the name the agent and hooks use) dodged the lamp's; a synonym must not change the cost."""
+    tasks = [t for t in generator.generate_split("valid_unseen") if t.task_type == task_type][:16]
+    runs = [_first_commands(w, tasks) for w in wordings]
+    assert all(r == runs[0] for r in runs[1:]), runs
+    _, plain = _run(harness_r1_patch("alfworld", "silent", {"make_pre_hint": "def hook(ctx, nb):\n    return None\n"}), tasks, list(range(len(tasks))))
+    assert runs[0] != [_steps(x)[0][0] for x in plain]  # the message is acted on at all
+
+
+def test_a_hint_saying_not_to_is_acted_on_less_often() -> None:
+    """The real agent acted on a negated transform hint 12 of 28 times (JUMP["negated"]) against 42 of 72
+    for a plain one: same draws, so the negated hint's jumps are a subset of the plain hint's."""
+    plain, negated, n = set(), set(), 0
+    for verb in ("clean", "heat", "cool"):
+        tasks = [t for t in generator.generate_split("valid_unseen") if t.transform == verb]
+        for out, msg in ((plain, f"{verb.capitalize()} the object before you place it."),
+                         (negated, f"Do not {verb} the object again.")):
+            out |= {(verb, i) for i, c in enumerate(_first_commands(msg, tasks)) if c.startswith(verb + " ")}
+        n += len(tasks)
+    assert negated < plain
+    assert abs(len(negated) / n - JUMP["negated"]) <= 0.15 and abs(len(plain) / n - JUMP["hint"]) <= 0.15
+    assert JUMP["negated"] < JUMP["hint"]
+
+
+def test_the_word_inventory_does_not_ground_a_message() -> None:
+    """"inventory" is a listed command, but a message that mentions it names nothing of the room: it derails
+    as often as the same message with another word there (stop 39's review: it cut the cost to a quarter)."""
+    tasks = generator.generate_split("valid_unseen")[:30]
+    with_word = _first_commands("Reflect on your progress so far and check your inventory before you continue.", tasks)
+    other = _first_commands("Reflect on your progress so far and check your notebook before you continue.", tasks)
+    assert with_word == other
 
 
 def test_advice_is_focus_weighted_and_generic_advice_costs() -> None:

@@ -79,7 +79,12 @@ MAX_SAME_BLOCK = 2     # a refused command is retried at most once; then the age
 TEXT_COST = TextCost(per_word=0.004, cap=0.5, injected=3.0)
 # A message that arrives mid-episode (a hint, a refusal's message) as the real ALFWorld agent reads it
 # (stop 39, fitted on its transcripts of batches 0-9; docs/sim_alfworld.md, "Fresh messages"):
-JUMP = {"hint": 0.6, "refusal": 0.95}  # a message naming the task's transform or the lamp is acted on at once, literally
+# a message naming the task's transform or the lamp is acted on at once, literally: a hint 42 of 72 times,
+# one that says not to 12 of 28, a refusal's message 60 of 60 (the real agent, stop 39)
+JUMP = {"hint": 0.6, "negated": 0.43, "refusal": 0.95}
+# the words that name a transform, as the concept reader takes them (CONCEPTS["transform"])
+TRANSFORM_WORDS = {"clean": "clean|wash|rins", "heat": "heat|warm", "cool": "cool|chill"}
+NEGATION = r"\b(?:do not|don't|dont|never|no need to)\W+(?:\w+\W+){0,2}?"  # ... before one of them: says not to
 SLIP_PER_WORD = 0.035  # a message that names nothing of this room derails the next command, per word ...
 SLIP_CAP = 0.6         # ... up to this chance
 GROUNDED_SHARE = 0.25  # a message naming an object, receptacle or listed command of this room derails this share as often
@@ -238,11 +243,12 @@ class _Agent:
         return {kind(r) for r in self.t.receptacles} | {kind(o) for o in self.t.object_at} | {self.target, self.dest} - {""}
 
     def grounds(self, unit: str, concept: str) -> bool:
-        """Does ``unit`` name something actionable here: an admissible command, a receptacle or
-        object type of this room, the task's object or destination, the action list?"""
+        """Does ``unit`` name something actionable here: an admissible command (of two words or more:
+        "inventory" alone names nothing of this room), a receptacle or object type of this room, the
+        task's object or destination, the action list?"""
         if any(mentions(unit, k) for k in self.kinds_here()):
             return True
-        if any(mentions(unit, a) for a in self.v.admissible if len(a) > 4):
+        if any(mentions(unit, a) for a in self.v.admissible if " " in a):
             return True
         if concept == "admissible":
             return any(mentions(unit, w) for w in ("in/on", "list", "listed", "move", "put"))
@@ -351,41 +357,50 @@ class _Agent:
     def _fresh_reaction(self) -> tuple[str, str] | None:
         """What a message that arrived since the last action makes the agent do at once, before its own
         plan (the real ALFWorld agent's transcripts, stop 39): one that names the task's transform
-        (clean/heat/cool, negated or not) or the lamp is acted on literally, here and now, wherever the
-        agent stands — ``heat egg 2 with microwave 1`` from the countertop is "Nothing happens." (a hint
-        with p ``JUMP["hint"]``, a refusal's message with ``JUMP["refusal"]``); one that names nothing of
-        this room (no object, receptacle or listed command) derails the next command into one the room
-        does not offer, with p ``SLIP_PER_WORD`` a word up to ``SLIP_CAP``. Drawn per round, so
-        episodes without such messages are unchanged."""
+        (clean/heat/cool or a word the concept reader takes for it: wash, warm, chill; negated or not) or
+        the lamp (a lamp, desk lamp, desklamp or floorlamp to use or turn on) is acted on literally, here
+        and now, wherever the agent stands — ``heat egg 2 with microwave 1`` from the countertop is
+        "Nothing happens." (a hint with p ``JUMP["hint"]``, one that says not to with ``JUMP["negated"]``,
+        the message of the refusal of my last command with ``JUMP["refusal"]``); one that names nothing of
+        this room (no object, receptacle or listed command of two words or more) derails the next command
+        into one the room does not offer, with p ``SLIP_PER_WORD`` a word up to ``SLIP_CAP``. Drawn per
+        round, so episodes without such messages are unchanged."""
         msgs = [m for m in dict.fromkeys(self.v.fresh) if readable(m)]
         if not msgs:
             return None
         u = random.Random(f"{self.p.seed}:fresh:{self.round}").random()
-        named = self._named_action(msgs)
-        if named is not None:
-            refused = bool(self.v.last) and self.v.last[1] == NOT_EXECUTED
-            return (named, "As I was told.") if u < JUMP["refusal" if refused else "hint"] else None
+        refused = bool(self.v.last) and self.v.last[1] == NOT_EXECUTED and bool(self.v.refusals)
+        said = {self.v.refusals[-1][1]} if refused else set()
+        for source in ([m for m in msgs if m in said], [m for m in msgs if m not in said]):
+            named = self._named_action(source)
+            if named is not None:
+                how = "refusal" if source and source[0] in said else "negated" if named[1] else "hint"
+                return (named[0], "As I was told.") if u < JUMP[how] else None
         share = GROUNDED_SHARE if any(self.grounds(m, "") for m in msgs) else 1.0
         words = sum(count_words(m) for m in msgs)
         if u < min(SLIP_CAP, SLIP_PER_WORD * share * words):
             where = self.t.location or next(iter(self._search_order(self.target)), "")
-            return f"take {self.target} 1 from {where}", f"Let me take the {self.target}."
+            n = next(n for n in range(1, 100) if f"take {self.target} {n} from {where}" not in self.v.admissible)
+            return f"take {self.target} {n} from {where}", f"Let me take the {self.target}."
         return None
 
-    def _named_action(self, msgs: list[str]) -> str | None:
-        """The command a message names, as a small model writes it from the message's words: the task's
+    def _named_action(self, msgs: list[str]) -> tuple[str, bool] | None:
+        """The command a message names, as a small model writes it from the message's words — the task's
         transform on what it holds (or the task's object) with the first appliance of that type, or
-        ``use`` of the lamp; None when no message names either."""
+        ``use`` of the lamp — and whether every mention of it says not to; None when no message names either."""
         text = " ".join(msgs)
-        if self.transform and re.search(rf"\b{self.transform}(ed|ing|s)?\b", text, re.IGNORECASE):
+        words = TRANSFORM_WORDS.get(self.transform, "")
+        said = list(re.finditer(rf"\b(?:{words})(?:e|ed|es|ing|s|d)?\b", text, re.IGNORECASE)) if words else []
+        if said:
             app_type = APPLIANCE_OF[self.transform]
             app = self._first_of(app_type) or f"{app_type} 1"
-            return f"{self.transform} {self.t.inventory or self.target} with {app}"
-        if self.ttype == "look_at_obj_in_light" and re.search(r"\blamp\b", text, re.IGNORECASE) \
+            negated = all(re.search(NEGATION + r"$", text[:m.start()], re.IGNORECASE) for m in said)
+            return f"{self.transform} {self.t.inventory or self.target} with {app}", negated
+        if self.ttype == "look_at_obj_in_light" and re.search(r"\b(?:desk|floor)? ?lamp\b", text, re.IGNORECASE) \
                 and re.search(r"\buse\b|turn (it )?on|switch (it )?on", text, re.IGNORECASE):
             want = self._lamp_type()
             lamp = next((o for o in self.t.object_at if kind(o) == want), want)
-            return f"use {lamp}"
+            return f"use {lamp}", False
         return None
 
     def _fixes_nothing(self) -> bool:
