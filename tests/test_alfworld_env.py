@@ -105,18 +105,23 @@ def test_template_detects_signatures_and_writes_valid_generic_hooks() -> None:
         env.close()
 
 
-@pytest.mark.parametrize(("act", "expected"), [
-    ("go to stoveburner 5", "go to stoveburner 2"),        # no stoveburner 5: another one, unsearched first
-    ("open cabinet 10", "open cabinet 1"),                 # the one here, not a walk to "cabinet 1" by substring
-    ("take apple 1 from countertop 1", "take apple 2 from countertop 1"),
-    ("examine cabinet 10", "go to cabinet 10"),            # no examine listed: walk to the receptacle it names
-    ("take mug 1 from countertop 1", "go to armchair 1"),  # names nothing listed: the next unsearched receptacle
-    ("go to cabinet 1", None),                             # listed: unchanged
+@pytest.mark.parametrize(("act", "held", "expected"), [
+    ("go to stoveburner 5", None, "go to stoveburner 2"),         # no stoveburner 5: another one, unsearched first
+    ("open cabinet 10", None, "go to cabinet 10"),                # the one it names, not "cabinet 1" by substring
+    ("take apple 3 from countertop 1", None, "take apple 2 from countertop 1"),  # apple 1 is placed: never re-taken
+    ("examine cabinet 10", None, "go to cabinet 10"),             # no examine listed: walk to the receptacle it names
+    ("take mug 1 from countertop 1", None, "go to armchair 1"),   # names nothing listed: the next unsearched receptacle
+    ("use desklamp 1", None, "go to sidetable 1"),                # the lamp is elsewhere: walk to it
+    ("put apple 2 in/on fridge 1", "apple 2", "go to fridge 1"),  # a put is never moved to the receptacle here
+    ("put apple 2 in/on cabinet 1", "apple 2", "open cabinet 1"),  # at a closed destination: open it
+    ("put apple 2 in/on countertop 1", "apple 2", "move apple 2 to countertop 1"),  # put and move are one command
+    ("go to armchair 1", None, None),                             # listed: unchanged
 ])
-def test_mediation_example_maps_a_command_to_the_nearest_listed_one(act: str, expected: str | None) -> None:
+def test_mediation_example_maps_a_command_to_the_nearest_listed_one(act: str, held: str | None, expected: str | None) -> None:
     """Stop 39's review: the example's "same verb and object" rule compared the word after the verb, so every
     unlisted go-to ("to") went to the alphabetically first receptacle, and a substring test turned
-    `open cabinet 10` into `go to cabinet 1`. It matches whole words and numbers now."""
+    `open cabinet 10` into `go to cabinet 1`; stop 40's: it put the object down wherever the agent stood and
+    walked away from a put the 2024 grammar lists as a move. It matches whole words and numbers now."""
     import asyncio
 
     from harness_gym.evaluation.benchmarks import get_benchmark
@@ -126,10 +131,12 @@ def test_mediation_example_maps_a_command_to_the_nearest_listed_one(act: str, ex
 
     base = get_benchmark("alfworld").default_harness()
     harness = parse_patch(MEDIATE, base).apply(base)
-    adm = ["go to armchair 1", "go to cabinet 1", "go to cabinet 10", "go to stoveburner 1", "go to stoveburner 2",
-           "open cabinet 1", "take apple 2 from countertop 1", "look", "inventory"]
-    world = {"inventory": None, "visited": ["countertop 1", "stoveburner 1", "cabinet 1"], "placed_items": [],
-             "unvisited": ["armchair 1", "cabinet 10", "stoveburner 2"], "lamp_location": ""}
+    adm = ["go to armchair 1", "go to cabinet 10", "go to stoveburner 1", "go to stoveburner 2", "go to fridge 1",
+           "go to sidetable 1", "open cabinet 1", "take apple 1 from countertop 1", "take apple 2 from countertop 1",
+           "look", "inventory"] + (["move apple 2 to countertop 1"] if held else [])
+    world = {"inventory": held, "visited": ["countertop 1", "stoveburner 1", "cabinet 1"], "placed_items": ["apple 1"],
+             "unvisited": ["armchair 1", "cabinet 10", "stoveburner 2", "fridge 1", "sidetable 1"],
+             "lamp_location": "sidetable 1"}
     task = {"task_type": "pick_and_place_simple", "target_type": "apple", "destination_type": "fridge"}
     ctx = {"action": {"final_action": "", "normalized": act}, "admissible": adm, "world": world, "task": task}
     pool = SandboxPool(workers=1, call_timeout_s=2.0)
