@@ -21,7 +21,8 @@ reverse — summed over the batches) and a scatter plot (PNG). A target's scores
 with fewer batches takes the first ones, one with more batches or a larger panel scores only
 the (patch, batch) pairs it lacks, and a run that stopped resumes after its last finished batch
 (a real target's scoring takes hours on a CPU; the sim's is seconds, and its kept rows are
-keyed by the package's code too, so a changed sim is rescored rather than read back). Each batch's patches are
+keyed by the package's code too, so a changed sim is rescored rather than read back; a file holding a real
+target's rows for another target or ``--first-seed`` is never overwritten: the run stops). Each batch's patches are
 scored in one call against that call's baseline, so a patch added later is compared with a
 rerun of the baseline — exact on the sim, within the target's noise on a batched real one.
 
@@ -199,7 +200,7 @@ def score(benchmark: str, target: str, texts: list[str], batches: int, kept: Row
 
 
 def write_transcripts(path: Path, batch: int, patches: list[tuple[str, str]], res: list[dict[str, Any]]) -> Path:
-    """One JSON line per episode of one batch — the baseline's (``patch`` null) once, then each valid patch's —
+    """One JSON line per episode of one batch (``batch``: its env seed) — the baseline's (``patch`` null) once, then each valid patch's —
     with the patch's name and text sha256, the task, seed, reward, success, status, rounds, messages and hook
     events: what the target did under each patch, for reading why a target agrees or not."""
     import gzip
@@ -257,6 +258,15 @@ def _load_kept(path: Path, target: str, panel_file: Path | None = None, first_se
     return {}
 
 
+def _kept_target(path: Path) -> str | None:
+    """The key of the rows kept in ``path`` (None: no file, or not one of this format)."""
+    try:
+        kept = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return kept.get("target") if isinstance(kept, dict) and isinstance(kept.get("target"), str) else None
+
+
 def _save_kept(path: Path, target: str, kept: Rows, first_seed: int = 0) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps({"target": _kept_key(target, first_seed), "patches": kept}), encoding="utf-8")
@@ -283,6 +293,11 @@ def score_in_subprocess(benchmark: str, target: str, panel_file: Path, batches: 
     and a run that stopped resumes after its last finished batch."""
     texts = [p["text"] for p in json.loads(panel_file.read_text(encoding="utf-8"))]
     partial = out_file.with_name(out_file.name + ".partial")
+    for f in (out_file, partial):  # a real target's rows took hours: never overwrite those of another target or seed
+        other = _kept_target(f)
+        if other and other != _kept_key(target, first_seed) and not other.startswith("sim"):
+            raise SystemExit(f"agreement: error: {f} keeps scores of {other!r}, not of {target!r} from env seed "
+                             f"{first_seed}; give another --out (nothing was overwritten)")
     kept = _load_kept(out_file, target, panel_file, first_seed)
     for h, rows in _load_kept(partial, target, panel_file, first_seed).items():
         if len(rows) > len(kept.get(h, [])):

@@ -332,5 +332,11 @@ def test_first_seed_scores_later_seeds_and_keeps_them_apart(tmp_path: Path, capf
     kept = tmp_path / "two" / "scores_dbbench_a.json"
     assert json.loads(kept.read_text())["target"] == ag._kept_key("sim") + "@seeds-from-2"
     assert ag._load_kept(kept, "sim") == {} and ag._load_kept(kept, "sim", first_seed=2)
+    real = "smol:dbbench?engine=vllm"  # a real target's rows are never overwritten by another seed's (or target's)
+    ag._save_kept(kept, real, {"h": [{"valid": True}]})
+    for seed, other in ((2, real), (0, "smol:dbbench")):
+        with pytest.raises(SystemExit, match=r"keeps scores of 'smol:dbbench\?engine=vllm'.*nothing was overwritten"):
+            ag.score_in_subprocess("dbbench", other, pf, 1, kept, first_seed=seed)
+    assert ag._load_kept(kept, real) == {"h": [{"valid": True}]}
     assert ag.main(["--env", "dbbench", "--first-seed", "-1", "--out", str(tmp_path)]) == 2
     assert "--first-seed >= 0" in capfd.readouterr().err
