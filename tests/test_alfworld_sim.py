@@ -132,15 +132,21 @@ def _first_commands(message: str, tasks: list) -> list[str]:
 
 
 @pytest.mark.parametrize(("task_type", "wordings"), [
-    ("pick_heat_then_place_in_recep", ["Heat the object before you place it.", "Warm the object before you place it."]),
-    ("pick_cool_then_place_in_recep", ["Cool the object before you place it.", "Chill the object before you place it."]),
+    ("pick_heat_then_place_in_recep", ["Heat the object before you place it.", "Warm the object before you place it.",
+                                       "Take the object to the microwave before you place it.", "Make it hot first.",
+                                       "Don't forget to heat the object."]),
+    ("pick_cool_then_place_in_recep", ["Cool the object before you place it.", "Chill the object before you place it.",
+                                       "Put the object in the fridge before you place it.", "Refrigerate it."]),
     ("pick_clean_then_place_in_recep", ["Clean the object before you place it.", "Wash the object before you place it.",
-                               "Rinse the object before you place it."]),
-    ("look_at_obj_in_light", ["Turn on the desk lamp.", "Turn on the desklamp.", "Turn on the lamp."]),
+                                        "Rinse the object before you place it.", "Use the sinkbasin.", "Cleanse it."]),
+    ("look_at_obj_in_light", ["Turn on the desk lamp.", "Turn on the desklamp.", "Turn on the lamp.",
+                              "Turn the lamp on.", "Turn on the light.", "Toggle the floorlamp."]),
 ])
 def test_other_words_for_the_same_instruction_are_acted_on_alike(task_type: str, wordings: list[str]) -> None:
-    """Stop 39's review: "warm"/"chill"/"wash" count as transform advice but dodged the literal jump, and
-    "desklamp" (the name the agent and hooks use) dodged the lamp's; a synonym must not change the cost."""
+    """Stop 39's and 40's reviews: "warm"/"chill"/"wash", the appliance ("take it to the microwave"), the state
+    ("make it hot") count as transform advice but dodged the literal jump, "desklamp" (the name the agent and
+    hooks use) or "the light" dodged the lamp's, "don't forget to" passed for a negation; what the concept
+    reader credits as advice is acted on alike, so a synonym cannot change the cost."""
     tasks = [t for t in generator.generate_split("valid_unseen") if t.task_type == task_type][:16]
     runs = [_first_commands(w, tasks) for w in wordings]
     assert all(r == runs[0] for r in runs[1:]), runs

@@ -82,9 +82,12 @@ TEXT_COST = TextCost(per_word=0.004, cap=0.5, injected=3.0)
 # a message naming the task's transform or the lamp is acted on at once, literally: a hint 42 of 72 times,
 # one that says not to 12 of 28, a refusal's message 60 of 60 (the real agent, stop 39)
 JUMP = {"hint": 0.6, "negated": 0.43, "refusal": 0.95}
-# the words that name a transform, as the concept reader takes them (CONCEPTS["transform"])
-TRANSFORM_WORDS = {"clean": "clean|wash|rins", "heat": "heat|warm", "cool": "cool|chill"}
-NEGATION = r"\b(?:do not|don't|dont|never|no need to)\W+(?:\w+\W+){0,2}?"  # ... before one of them: says not to
+# Words that name a transform (any form: heated, washing), its appliances and the states it makes; a message
+# naming one of them, or one the concept reader takes as transform or lamp advice, names the command
+TRANSFORM_WORDS = r"\b(?:clean|cleans|wash|rins|scrub|heat|preheat|warm|hot|cool|chill|cold|refrigerat|freez|sink|sinkbasin|microwav|fridge|refrigerator)(?:e|ed|es|ing|s|d|er)?\b"
+LAMP_WORDS = r"\b(?:desk|floor)?[ -]?lamps?\b|\blights?\b"
+# ... and says not to when every mention follows one of these within three words, in one clause
+NEGATION = r"\b(?:do not|don't|dont|never|no need to|should not|shouldn't|must not|mustn't|avoid|stop)\s+(?!forget\b|fail\b|hesitate\b)(?:\w+\s+){0,2}?$"
 SLIP_PER_WORD = 0.035  # a message that names nothing of this room derails the next command, per word ...
 SLIP_CAP = 0.6         # ... up to this chance
 GROUNDED_SHARE = 0.25  # a message naming an object, receptacle or listed command of this room derails this share as often
@@ -357,8 +360,8 @@ class _Agent:
     def _fresh_reaction(self) -> tuple[str, str] | None:
         """What a message that arrived since the last action makes the agent do at once, before its own
         plan (the real ALFWorld agent's transcripts, stop 39): one that names the task's transform
-        (clean/heat/cool or a word the concept reader takes for it: wash, warm, chill; negated or not) or
-        the lamp (a lamp, desk lamp, desklamp or floorlamp to use or turn on) is acted on literally, here
+        (clean/heat/cool, a synonym, its appliance or the state it makes, or anything the concept reader takes
+        as transform advice; negated or not) or the lamp (any lamp or light) is acted on literally, here
         and now, wherever the agent stands — ``heat egg 2 with microwave 1`` from the countertop is
         "Nothing happens." (a hint with p ``JUMP["hint"]``, one that says not to with ``JUMP["negated"]``,
         the message of the refusal of my last command with ``JUMP["refusal"]``); one that names nothing of
@@ -387,17 +390,18 @@ class _Agent:
     def _named_action(self, msgs: list[str]) -> tuple[str, bool] | None:
         """The command a message names, as a small model writes it from the message's words — the task's
         transform on what it holds (or the task's object) with the first appliance of that type, or
-        ``use`` of the lamp — and whether every mention of it says not to; None when no message names either."""
+        ``use`` of the lamp — and whether every mention of it says not to; None when no message names either.
+        What the concept reader would credit as advice always names the command: no wording earns the one
+        without the other."""
         text = " ".join(msgs)
-        words = TRANSFORM_WORDS.get(self.transform, "")
-        said = list(re.finditer(rf"\b(?:{words})(?:e|ed|es|ing|s|d)?\b", text, re.IGNORECASE)) if words else []
-        if said:
+        said = list(re.finditer(TRANSFORM_WORDS, text, re.IGNORECASE))
+        if self.transform and (said or CONCEPTS["transform"].search(text)):
             app_type = APPLIANCE_OF[self.transform]
             app = self._first_of(app_type) or f"{app_type} 1"
-            negated = all(re.search(NEGATION + r"$", text[:m.start()], re.IGNORECASE) for m in said)
+            negated = bool(said) and all(re.search(NEGATION, text[:m.start()], re.IGNORECASE) for m in said)
             return f"{self.transform} {self.t.inventory or self.target} with {app}", negated
-        if self.ttype == "look_at_obj_in_light" and re.search(r"\b(?:desk|floor)? ?lamp\b", text, re.IGNORECASE) \
-                and re.search(r"\buse\b|turn (it )?on|switch (it )?on", text, re.IGNORECASE):
+        if self.ttype == "look_at_obj_in_light" and (re.search(LAMP_WORDS, text, re.IGNORECASE)
+                                                     or CONCEPTS["lamp"].search(text)):
             want = self._lamp_type()
             lamp = next((o for o in self.t.object_at if kind(o) == want), want)
             return f"use {lamp}", False
