@@ -186,3 +186,34 @@ def test_advice_is_focus_weighted_and_generic_advice_costs() -> None:
     assert stuffed.weight("transform", CONCEPTS) < 0.5
     generic = Advice(["Think step by step.", "Be careful."])
     assert generic.distraction(CONCEPTS, TEXT_COST) > Advice([]).distraction(CONCEPTS, TEXT_COST) == 0.0
+
+
+def test_a_message_after_nothing_happens_is_acted_on_as_after_a_valid_step() -> None:
+    """Stop 40's review: the agent's retry of a failed command ran before the message was read, so a hint
+    timed right after "Nothing happens." got the advice credit without the literal reading (39 jumps in 220
+    against 130). A message naming an action is read first whenever it comes; the same draws, the same jumps."""
+    from harness_gym.benchmarks.alfworld import sim
+    from harness_gym.benchmarks.alfworld.episode import first_message, format_observation
+    from harness_gym.benchmarks.alfworld.game import Game
+    from harness_gym.models.base import ChatRequest, Sampling
+
+    tasks = [t for t in generator.generate_split("valid_unseen") if t.transform == "heat"][:12]
+    jumped: dict[bool, set] = {True: set(), False: set()}
+    for after_nothing in (True, False):
+        for t in tasks:
+            game = Game(t)
+            intro, adm = game.intro(), game.admissible()
+            walk = next(a for a in adm if a.startswith("go to ") and "microwave" not in a)
+            act = f"take {t.target_type} 9 from {walk[6:]}" if after_nothing else walk
+            obs = game.step(act)
+            assert (obs.strip() == "Nothing happens.") == after_nothing
+            for seed in range(5):
+                msgs = [{"role": "system", "content": sim._base_prompt()}, {"role": "user", "content": first_message(intro, adm)},
+                        {"role": "assistant", "content": "x", "tool_calls": [{"id": "c0", "type": "function", "function": {
+                            "name": "take_action", "arguments": '{"action": "%s"}' % act}}]},
+                        {"role": "tool", "tool_call_id": "c0", "content": format_observation(obs, game.admissible())},
+                        {"role": "user", "content": f"Heat the {t.target_type} before you place it."}]
+                reply = sim.respond(ChatRequest(msgs, [], Sampling(), 0, knowledge=t, meta={"episode_seed": seed, "round": 1}))
+                if "heat " in str(reply["tool_calls"][0]["function"]["arguments"]):
+                    jumped[after_nothing].add((t.task_id, seed))
+    assert jumped[True] == jumped[False] and 0.3 <= len(jumped[True]) / 60 <= 0.9

@@ -87,7 +87,8 @@ JUMP = {"hint": 0.6, "negated": 0.43, "refusal": 0.95}
 TRANSFORM_WORDS = r"\b(?:clean|cleans|wash|rins|scrub|heat|preheat|warm|hot|cool|chill|cold|refrigerat|freez|sink|sinkbasin|microwav|fridge|refrigerator)(?:e|ed|es|ing|s|d|er)?\b"
 LAMP_WORDS = r"\b(?:desk|floor)?[ -]?lamps?\b|\blights?\b"
 # ... and says not to when every mention follows one of these within three words, in one clause
-NEGATION = r"\b(?:do not|don't|dont|never|no need to|should not|shouldn't|must not|mustn't|avoid|stop)\s+(?!forget\b|fail\b|hesitate\b)(?:\w+\s+){0,2}?$"
+NEGATION = (r"\b(?:do not|don't|dont|never|no need to|should not|shouldn't|must not|mustn't|avoid)\s+"
+            r"(?!forget\b|fail\b|hesitate\b|skip\w*\b|ignor\w*\b|miss\w*\b|omit\w*\b|leav\w*\b)(?:\w+\s+){0,2}?$")
 SLIP_PER_WORD = 0.035  # a message that names nothing of this room derails the next command, per word ...
 SLIP_CAP = 0.6         # ... up to this chance
 GROUNDED_SHARE = 0.25  # a message naming an object, receptacle or listed command of this room derails this share as often
@@ -95,6 +96,7 @@ SELF_FIX = 0.35        # chance the agent fixes a "Nothing happens." on its own
 MOVE_GRAMMAR_SLIP = 0.45  # in the 2024 grammar, the classic-trained agent writes `put` this often
 DONE_TEXT = "I have completed the task."
 NOT_EXECUTED = "The action was not executed."
+TOLD = "As I was told."  # the thought of a command written from a message's words
 _SPLIT = "\nAVAILABLE ACTIONS: "
 _NUDGE = "You must call a tool! NEVER respond with only text."
 
@@ -330,9 +332,12 @@ class _Agent:
     # --- acting ----------------------------------------------------------------------
     def act(self) -> Message:
         last = self.v.last
-        if last and last[1].strip() == NOTHING and not self._fixes_nothing():
-            return self._do(last[0], "Let me try that again.")
         now = self._fresh_reaction()
+        if last and last[1].strip() == NOTHING and not self._fixes_nothing():
+            # after "Nothing happens." the real agent resent its command (174 of 239 messages naming no action
+            # were ignored so); a message naming one is acted on first, whenever it comes (stop 40's review:
+            # hints timed after failures got the advice read without the literal reading)
+            return self._do(*now) if now is not None and now[1] == TOLD else self._do(last[0], "Let me try that again.")
         if now is not None:
             return self._do(*now)
         cmd, thought = self.plan()
@@ -378,7 +383,7 @@ class _Agent:
             named = self._named_action(source)
             if named is not None:
                 how = "refusal" if source and source[0] in said else "negated" if named[1] else "hint"
-                return (named[0], "As I was told.") if u < JUMP[how] else None
+                return (named[0], TOLD) if u < JUMP[how] else None
         share = GROUNDED_SHARE if any(self.grounds(m, "") for m in msgs) else 1.0
         words = sum(count_words(m) for m in msgs)
         if u < min(SLIP_CAP, SLIP_PER_WORD * share * words):
