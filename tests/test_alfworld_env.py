@@ -116,6 +116,8 @@ def test_template_detects_signatures_and_writes_valid_generic_hooks() -> None:
     ("put apple 2 in/on cabinet 1", "apple 2", "open cabinet 1"),  # at a closed destination: open it
     ("put apple 2 in/on countertop 1", "apple 2", "move apple 2 to countertop 1"),  # put and move are one command
     ("go to armchair 1", None, None),                             # listed: unchanged
+    ("turn on desklamp 1", None, "use desklamp 1"),               # at the lamp: the listed use, not a walk away
+    ("clean apple 2 with sink 1", "apple 2", "go to sinkbasin 1"),  # holding it unclean: to the appliance
 ])
 def test_mediation_example_maps_a_command_to_the_nearest_listed_one(act: str, held: str | None, expected: str | None) -> None:
     """Stop 39's review: the example's "same verb and object" rule compared the word after the verb, so every
@@ -135,9 +137,13 @@ def test_mediation_example_maps_a_command_to_the_nearest_listed_one(act: str, he
            "go to sidetable 1", "open cabinet 1", "take apple 1 from countertop 1", "take apple 2 from countertop 1",
            "look", "inventory"] + (["move apple 2 to countertop 1"] if held else [])
     world = {"inventory": held, "visited": ["countertop 1", "stoveburner 1", "cabinet 1"], "placed_items": ["apple 1"],
-             "unvisited": ["armchair 1", "cabinet 10", "stoveburner 2", "fridge 1", "sidetable 1"],
+             "unvisited": ["armchair 1", "cabinet 10", "stoveburner 2", "fridge 1", "sidetable 1", "sinkbasin 1"],
              "lamp_location": "sidetable 1"}
     task = {"task_type": "pick_and_place_simple", "target_type": "apple", "destination_type": "fridge"}
+    if act.startswith("turn on"):
+        adm, world["lamp_location"] = adm + ["use desklamp 1"], "countertop 1"
+    if act.startswith("clean"):
+        adm, task["task_type"] = adm + ["go to sinkbasin 1"], "pick_clean_then_place"
     ctx = {"action": {"final_action": "", "normalized": act}, "admissible": adm, "world": world, "task": task}
     pool = SandboxPool(workers=1, call_timeout_s=2.0)
     try:
