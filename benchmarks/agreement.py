@@ -259,12 +259,31 @@ def _load_kept(path: Path, target: str, panel_file: Path | None = None, first_se
 
 
 def _kept_target(path: Path) -> str | None:
-    """The key of the rows kept in ``path`` (None: no file, or not one of this format)."""
+    """The target key of the rows kept in ``path``, in either format (None: no file, or no key)."""
     try:
         kept = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    return kept.get("target") if isinstance(kept, dict) and isinstance(kept.get("target"), str) else None
+    if not isinstance(kept, dict):
+        return None
+    key = kept.get("target", (kept.get("key") or {}).get("target") if isinstance(kept.get("key"), dict) else None)
+    return key if isinstance(key, str) else None
+
+
+def refuse_other_rows(out_file: Path, target: str, first_seed: int, panel_file: Path) -> None:
+    """A real target's rows took hours: never overwrite a file (or its ``.partial``) that keeps them for
+    another target or first seed, or in the whole-panel format for another panel (whose rows are read
+    back only for their own panel); a sim's rows are rescored in seconds and may be."""
+    for f in (out_file, out_file.with_name(out_file.name + ".partial")):
+        other = _kept_target(f)
+        if other is None or other.startswith("sim"):
+            continue
+        key = json.loads(f.read_text(encoding="utf-8")).get("key")
+        old_format = isinstance(key, dict) and (first_seed or key.get("panel_sha256") != _sha256(panel_file.read_bytes()))
+        if other != _kept_key(target, first_seed) or old_format:
+            raise SystemExit(f"agreement: error: {f} keeps scores of {other!r}"
+                             f"{' for another panel (whole-panel format)' if old_format else ''}, not of {target!r} from env seed "
+                             f"{first_seed}; give another --out (nothing was overwritten)")
 
 
 def _save_kept(path: Path, target: str, kept: Rows, first_seed: int = 0) -> None:
@@ -293,11 +312,7 @@ def score_in_subprocess(benchmark: str, target: str, panel_file: Path, batches: 
     and a run that stopped resumes after its last finished batch."""
     texts = [p["text"] for p in json.loads(panel_file.read_text(encoding="utf-8"))]
     partial = out_file.with_name(out_file.name + ".partial")
-    for f in (out_file, partial):  # a real target's rows took hours: never overwrite those of another target or seed
-        other = _kept_target(f)
-        if other and other != _kept_key(target, first_seed) and not other.startswith("sim"):
-            raise SystemExit(f"agreement: error: {f} keeps scores of {other!r}, not of {target!r} from env seed "
-                             f"{first_seed}; give another --out (nothing was overwritten)")
+    refuse_other_rows(out_file, target, first_seed, panel_file)
     kept = _load_kept(out_file, target, panel_file, first_seed)
     for h, rows in _load_kept(partial, target, panel_file, first_seed).items():
         if len(rows) > len(kept.get(h, [])):
@@ -555,6 +570,8 @@ def main(argv: list[str] | None = None) -> int:
         panel = load_panel(args.panel, bench, only) if args.panel is not None else build_panel(bench, only)
         pf = args.out / f"panel_{bench}.json"
         pf.write_text(json.dumps(panel, indent=1), encoding="utf-8")
+        for side, t in (("a", args.a), ("b", args.b)):  # before either side scores: side a may take hours
+            refuse_other_rows(args.out / f"scores_{bench}_{side}.json", t, args.first_seed, pf)
         try:
             a, b = (score_in_subprocess(bench, t, pf, args.batches, args.out / f"scores_{bench}_{side}.json", args.transcripts,
                                         args.first_seed) for side, t in (("a", args.a), ("b", args.b)))

@@ -157,6 +157,12 @@ def test_scores_kept_in_the_whole_panel_format_are_read_per_patch(tmp_path: Path
     assert ag._load_kept(path, "smol", pf) == {}
     (tmp_path / "broken.json").write_text("{not json")
     assert ag._load_kept(tmp_path / "broken.json", "smol", pf) == {}
+    with pytest.raises(SystemExit, match="for another panel .*nothing was overwritten"):  # its rows would be lost
+        ag.score_in_subprocess("dbbench", "smol", pf, 1, path)
+    with pytest.raises(SystemExit, match="keeps scores of 'smol'"):
+        ag.refuse_other_rows(path, "smol:dbbench", 0, pf)
+    pf.write_text(json.dumps([{"name": "p", "family": "x", "text": "A"}, {"name": "q", "family": "x", "text": "B"}]))
+    ag.refuse_other_rows(path, "smol", 0, pf)  # its own panel: read back and kept in the per-patch format
 
 
 def test_only_keeps_the_named_patches_and_rejects_a_pattern_that_matches_none() -> None:
