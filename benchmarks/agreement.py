@@ -239,12 +239,7 @@ def _load_kept(path: Path, target: str, panel_file: Path | None = None, first_se
     """The rows kept in ``path`` for ``target``, per patch. A file of the earlier whole-panel
     format ({key: {target, panel_sha256}, scores: [batch][patch]}) is read when its panel is
     ``panel_file``."""
-    try:
-        kept = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    if not isinstance(kept, dict):
-        return {}
+    kept = _read_kept(path)
     target = _kept_key(target, first_seed)
     if kept.get("target") == target and isinstance(kept.get("patches"), dict):
         return {h: rows for h, rows in kept["patches"].items()  # a malformed entry is scored again
@@ -258,16 +253,13 @@ def _load_kept(path: Path, target: str, panel_file: Path | None = None, first_se
     return {}
 
 
-def _kept_target(path: Path) -> str | None:
-    """The target key of the rows kept in ``path``, in either format (None: no file, or no key)."""
+def _read_kept(path: Path) -> dict[str, Any]:
+    """A kept score file's JSON object ({} when there is none or it is not one)."""
     try:
         kept = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return None
-    if not isinstance(kept, dict):
-        return None
-    key = kept.get("target", (kept.get("key") or {}).get("target") if isinstance(kept.get("key"), dict) else None)
-    return key if isinstance(key, str) else None
+        return {}
+    return kept if isinstance(kept, dict) else {}
 
 
 def refuse_other_rows(out_file: Path, target: str, first_seed: int, panel_file: Path) -> None:
@@ -275,10 +267,11 @@ def refuse_other_rows(out_file: Path, target: str, first_seed: int, panel_file: 
     another target or first seed, or in the whole-panel format for another panel (whose rows are read
     back only for their own panel); a sim's rows are rescored in seconds and may be."""
     for f in (out_file, out_file.with_name(out_file.name + ".partial")):
-        other = _kept_target(f)
-        if other is None or other.startswith("sim"):
+        kept = _read_kept(f)
+        key = kept.get("key")  # the whole-panel format keeps its target in key.target
+        other = kept.get("target", key.get("target") if isinstance(key, dict) else None)
+        if not isinstance(other, str) or other.startswith("sim"):
             continue
-        key = json.loads(f.read_text(encoding="utf-8")).get("key")
         old_format = isinstance(key, dict) and (first_seed or key.get("panel_sha256") != _sha256(panel_file.read_bytes()))
         if other != _kept_key(target, first_seed) or old_format:
             raise SystemExit(f"agreement: error: {f} keeps scores of {other!r}"

@@ -84,11 +84,13 @@ TEXT_COST = TextCost(per_word=0.004, cap=0.5, injected=3.0)
 JUMP = {"hint": 0.6, "negated": 0.43, "refusal": 0.95}
 # Words that name a transform (any form: heated, washing), its appliances and the states it makes; a message
 # naming one of them, or one the concept reader takes as transform or lamp advice, names the command
-TRANSFORM_WORDS = r"\b(?:clean|cleans|wash|rins|scrub|heat|preheat|warm|hot|cool|chill|cold|refrigerat|freez|sink|sinkbasin|microwav|fridge|refrigerator)(?:e|ed|es|ing|s|d|er)?\b"
-LAMP_WORDS = r"\b(?:desk|floor)?[ -]?lamps?\b|\blights?\b"
+TRANSFORM_WORDS = re.compile(r"\b(?:clean|cleans|wash|rins|scrub|heat|preheat|warm|hot|cool|chill|cold|refrigerat|freez|"
+                             r"sink|sinkbasin|microwav|fridge|refrigerator)(?:e|ed|es|ing|s|d|er)?\b", re.IGNORECASE)
+LAMP_WORDS = re.compile(r"\b(?:desk|floor)?[ -]?lamps?\b|\blights?\b", re.IGNORECASE)
 # ... and says not to when every mention follows one of these within three words, in one clause
-NEGATION = (r"\b(?:do not|don't|dont|never|no need to|should not|shouldn't|must not|mustn't|avoid)\s+"
-            r"(?!forget\b|fail\b|hesitate\b|skip\w*\b|ignor\w*\b|miss\w*\b|omit\w*\b|leav\w*\b)(?:\w+\s+){0,2}?$")
+NEGATION = re.compile(r"\b(?:do not|don't|dont|never|no need to|should not|shouldn't|must not|mustn't|avoid)\s+"
+                      r"(?!forget\b|fail\b|hesitate\b|skip\w*\b|ignor\w*\b|miss\w*\b|omit\w*\b|leav\w*\b)"
+                      r"(?:\w+\s+){0,2}?$", re.IGNORECASE)
 SLIP_PER_WORD = 0.035  # a message that names nothing of this room derails the next command, per word ...
 SLIP_CAP = 0.6         # ... up to this chance
 GROUNDED_SHARE = 0.25  # a message naming an object, receptacle or listed command of this room derails this share as often
@@ -379,10 +381,10 @@ class _Agent:
         u = random.Random(f"{self.p.seed}:fresh:{self.round}").random()
         refused = bool(self.v.last) and self.v.last[1] == NOT_EXECUTED and bool(self.v.refusals)
         said = {self.v.refusals[-1][1]} if refused else set()
-        for source in ([m for m in msgs if m in said], [m for m in msgs if m not in said]):
-            named = self._named_action(source)
+        for from_refusal in (True, False):
+            named = self._named_action([m for m in msgs if (m in said) == from_refusal])
             if named is not None:
-                how = "refusal" if source and source[0] in said else "negated" if named[1] else "hint"
+                how = "refusal" if from_refusal else "negated" if named[1] else "hint"
                 return (named[0], TOLD) if u < JUMP[how] else None
         share = GROUNDED_SHARE if any(self.grounds(m, "") for m in msgs) else 1.0
         words = sum(count_words(m) for m in msgs)
@@ -399,14 +401,13 @@ class _Agent:
         What the concept reader would credit as advice always names the command: no wording earns the one
         without the other."""
         text = " ".join(msgs)
-        said = list(re.finditer(TRANSFORM_WORDS, text, re.IGNORECASE))
+        said = list(TRANSFORM_WORDS.finditer(text))
         if self.transform and (said or CONCEPTS["transform"].search(text)):
             app_type = APPLIANCE_OF[self.transform]
             app = self._first_of(app_type) or f"{app_type} 1"
-            negated = bool(said) and all(re.search(NEGATION, text[:m.start()], re.IGNORECASE) for m in said)
+            negated = bool(said) and all(NEGATION.search(text[:m.start()]) for m in said)
             return f"{self.transform} {self.t.inventory or self.target} with {app}", negated
-        if self.ttype == "look_at_obj_in_light" and (re.search(LAMP_WORDS, text, re.IGNORECASE)
-                                                     or CONCEPTS["lamp"].search(text)):
+        if self.ttype == "look_at_obj_in_light" and (LAMP_WORDS.search(text) or CONCEPTS["lamp"].search(text)):
             want = self._lamp_type()
             lamp = next((o for o in self.t.object_at if kind(o) == want), want)
             return f"use {lamp}", False
