@@ -188,6 +188,37 @@ def test_advice_is_focus_weighted_and_generic_advice_costs() -> None:
     assert generic.distraction(CONCEPTS, TEXT_COST) > Advice([]).distraction(CONCEPTS, TEXT_COST) == 0.0
 
 
+def test_standing_text_gets_episodes_stuck_as_the_real_agent_did() -> None:
+    """Stop 41, fitted on the real agent's rows: skill lines the default harness never showed get an episode
+    stuck (it resends its last executed command until the repeat rule ends it) with p ``TEXT_COST``: 1% a skill
+    word, a fifth of that for the same words in the system prompt. Every other episode is the baseline's."""
+    tasks = generator.generate_split("valid_unseen")[:120]
+    seeds = list(range(len(tasks)))
+    lines = ["required type now put", "not cooled already cool", "valid action different one microwave",
+             "light correct type"]
+    skills = harness_r1_patch("alfworld", "reminders", {"on_init": f"def hook(ctx, nb):\n    return {{'skills': {lines!r}}}\n"})
+    prompt = ("--- a/system_prompt.md\n+++ b/system_prompt.md\n@@ -7,1 +7,5 @@\n"
+              " The task ends when the goal is reached or after 50 steps.\n" + "".join(f"+{x}\n" for x in lines))
+    base, skilled = _run(skills, tasks, seeds)
+    _, prompted = _run(prompt, tasks, seeds)
+
+    def stuck_off(b, p) -> bool:
+        """p walks b's way, then resends its last command of that way until the episode ends."""
+        acts, way = [a for a, _ in _steps(p)], [a for a, _ in _steps(b)]
+        k = next(i for i in range(len(acts), 0, -1) if acts[i - 1] != acts[-1]) if len(set(acts)) > 1 else 1
+        return len(acts) - k >= 2 and acts[:k + 1] == way[:k + 1]
+
+    for patched in (skilled, prompted):
+        for b, p in zip(base, patched):
+            assert _steps(p) == _steps(b) or stuck_off(b, p), b.task_id
+    share = {name: sum(_steps(p) != _steps(b) for b, p in zip(base, rows)) / len(tasks)
+             for name, rows in (("skills", skilled), ("prompt", prompted))}
+    words = sum(count_words(x) for x in lines)
+    assert 0.5 * TEXT_COST.per_word * TEXT_COST.skills * words <= share["skills"] <= 0.25, share
+    assert share["prompt"] < share["skills"] / 2, share
+    assert sum(p.reward - b.reward for b, p in zip(base, skilled)) < 0
+
+
 def test_a_message_after_nothing_happens_is_acted_on_as_after_a_valid_step() -> None:
     """Stop 40's review: the agent's retry of a failed command ran before the message was read, so a hint
     timed right after "Nothing happens." got the advice credit without the literal reading (39 jumps in 220

@@ -74,9 +74,13 @@ VOCAB = vocabulary(CONCEPTS)
 RESPONSIVENESS = 0.55  # chance a focused, relevant hint is followed
 BLOCK_RESPONSIVENESS = 0.9  # chance a refusal whose message names what to do instead is followed
 MAX_SAME_BLOCK = 2     # a refused command is retried at most once; then the agent does something else
-# unfamiliar text: no real ALFWorld target to calibrate on (issue 12: 0% after training); the
-# DBBench target's rate, the lower of the two measured (docs/agreement_smol.md, "Text costs")
-TEXT_COST = TextCost(per_word=0.004, cap=0.5, injected=3.0)
+# Standing text the default harness never showed (system-prompt lines, skills, tool text) re-rolls the real
+# ALFWorld agent: it gets stuck, resending a command until the repeat rule ends the episode (stop 41,
+# fitted on the real agent's rows of batches 0-13; docs/sim_alfworld.md, "Standing text"). Skills, shown
+# under "Some tips that may help", cost SKILLS times a prompt word. Messages that arrive mid-episode are
+# read per round instead (JUMP, SLIP_PER_WORD), so they cost nothing here.
+TEXT_COST = TextCost(per_word=0.002, cap=0.5, injected=0.0, skills=5.0)
+STUCK_AFTER = (2, 10)  # a stuck episode starts resending after this many executed steps (drawn, end excluded)
 # A message that arrives mid-episode (a hint, a refusal's message) as the real ALFWorld agent reads it
 # (stop 39, fitted on its transcripts of batches 0-9; docs/sim_alfworld.md, "Fresh messages"):
 # a message naming the task's transform or the lamp is acted on at once, literally: a hint 42 of 72 times,
@@ -304,8 +308,7 @@ class _Agent:
         similar = [t for t in S.SIMILAR_RECEPTACLE.get(d, ()) if any(kind(r) == t for r in self.t.receptacles)]
         if not similar:
             return d
-        distracted = self.p.u["distraction"] < self.v.advice.distraction(CONCEPTS, TEXT_COST)
-        if self.active("wrong_receptacle", "destination") or distracted:
+        if self.active("wrong_receptacle", "destination"):
             return similar[0]
         return d
 
@@ -333,6 +336,8 @@ class _Agent:
 
     # --- acting ----------------------------------------------------------------------
     def act(self) -> Message:
+        if self._stuck():
+            return self._do(self.v.steps[-1][0], "Let me do that again.")
         last = self.v.last
         now = self._fresh_reaction()
         if last and last[1].strip() == NOTHING and not self._fixes_nothing():
@@ -349,6 +354,15 @@ class _Agent:
         if self.v.blocked.count(cmd) >= MAX_SAME_BLOCK:
             cmd, thought = self._instead(cmd)
         return self._do(cmd, thought)
+
+    def _stuck(self) -> bool:
+        """Does standing text the default harness never showed have this episode stuck by now? With p
+        ``Advice.distraction`` (``TEXT_COST``) an episode resends its last executed command from a drawn
+        step on (``STUCK_AFTER``), as the real agent did — a second ``heat`` after heating, a ``go to`` where it
+        stood — until the repeat rule ends it; an episode that finishes sooner is not hurt."""
+        if not self.v.steps or self.p.u["distraction"] >= self.v.advice.distraction(CONCEPTS, TEXT_COST):
+            return False
+        return len(self.v.steps) >= random.Random(f"{self.p.seed}:stuck").randrange(*STUCK_AFTER)
 
     def _instead(self, refused: str) -> tuple[str, str]:
         """Something else admissible than a command refused twice: another receptacle, the next place to search."""
