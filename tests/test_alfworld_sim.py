@@ -53,12 +53,13 @@ def test_flawless_personas_succeed_and_every_flaw_occurs(unseen_baseline: list) 
     assert set(INTRINSIC) <= seen
 
 
-def _run(text: str, tasks: list, seeds: list[int]) -> tuple[list, list]:
+def _run(text: str, tasks: list, seeds: list[int], *more: str) -> list[list]:
+    """The default harness's episodes, then each patch's (``text``, then ``more``), on the same draws."""
     harness = SPEC.default_harness()
-    patched = parse_patch(text, harness).apply(harness)
+    patched = [parse_patch(t, harness).apply(harness) for t in (text, *more)]
     ev = Evaluator(SPEC, make_backend("sim"), world_backend="local")
     try:
-        return ev.evaluate_many([harness, patched], tasks, seeds)
+        return ev.evaluate_many([harness, *patched], tasks, seeds)
     finally:
         ev.close()
 
@@ -199,8 +200,7 @@ def test_standing_text_gets_episodes_stuck_as_the_real_agent_did() -> None:
     skills = harness_r1_patch("alfworld", "reminders", {"on_init": f"def hook(ctx, nb):\n    return {{'skills': {lines!r}}}\n"})
     prompt = ("--- a/system_prompt.md\n+++ b/system_prompt.md\n@@ -7,1 +7,5 @@\n"
               " The task ends when the goal is reached or after 50 steps.\n" + "".join(f"+{x}\n" for x in lines))
-    base, skilled = _run(skills, tasks, seeds)
-    _, prompted = _run(prompt, tasks, seeds)
+    base, skilled, prompted = _run(skills, tasks, seeds, prompt)
 
     def stuck_off(b, p) -> bool:
         """p walks b's way, then resends its last command of that way until the episode ends."""

@@ -77,7 +77,7 @@ MAX_SAME_BLOCK = 2     # a refused command is retried at most once; then the age
 # Standing text the default harness never showed (system-prompt lines, skills, tool text) re-rolls the real
 # ALFWorld agent: it gets stuck, resending a command until the repeat rule ends the episode (stop 41,
 # fitted on the real agent's rows of batches 0-13; docs/sim_alfworld.md, "Standing text"). Skills, shown
-# under "Some tips that may help", cost SKILLS times a prompt word. Messages that arrive mid-episode are
+# under "Some tips that may help", cost TEXT_COST.skills times a prompt word. Messages that arrive mid-episode are
 # read per round instead (JUMP, SLIP_PER_WORD), so they cost nothing here.
 TEXT_COST = TextCost(per_word=0.002, cap=0.5, injected=0.0, skills=5.0)
 STUCK_AFTER = (2, 10)  # a stuck episode starts resending after this many executed steps (drawn, end excluded)
