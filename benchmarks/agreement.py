@@ -139,7 +139,7 @@ def _apply_stand_in(target: str) -> str:
     from harness_gym.benchmarks.dbbench import sim as db
     from harness_gym.benchmarks.webshop import sim as ws
 
-    for table in (ws.FLAWS, alf.FLAWS, db.SELECT_FLAWS, db.MUTATION_FLAWS):
+    for table in (ws.FLAWS, alf.FLAWS, *alf.FLAWS_BY_TYPE.values(), db.SELECT_FLAWS, db.MUTATION_FLAWS):
         for k in table:
             table[k] = min(1.0, table[k] * scale)
     return "sim"

@@ -30,14 +30,33 @@ def unseen_baseline() -> list:
         ev.close()
 
 
+# The trained real target (smol:alfworld, vllm, greedy) on the whole valid_unseen split: successes, tasks per type
+# (docs/models.md, stop 37). The sim is fitted to these per type (stop 42, docs/sim_alfworld.md "Per task type").
+REAL_BASELINE = {"look_at_obj_in_light": (8, 23), "pick_and_place_simple": (16, 23),
+                 "pick_clean_then_place_in_recep": (7, 22), "pick_cool_then_place_in_recep": (9, 22),
+                 "pick_heat_then_place_in_recep": (8, 22), "pick_two_obj_and_place": (0, 22)}
+
+
 def test_baseline_success_is_calibrated_on_the_default_unseen_split(unseen_baseline: list) -> None:
-    rate = sum(r.reward for r in unseen_baseline) / len(unseen_baseline)
-    assert 0.35 <= rate <= 0.50, rate
+    """Per task type the sim's baseline matches the real target's within the noise of its 22-23 tasks, on four
+    draws of the split (536 episodes); the stop-41 sim, 40% on pick two against the real 0%, fails this."""
+    tasks = generator.generate_split("valid_unseen")
+    ev = Evaluator(SPEC, make_backend("sim"), world_backend="local")
+    try:
+        more = [r for k in range(1, 4) for r in ev.evaluate(SPEC.default_harness(), tasks, [1000 * k + i for i in range(len(tasks))])]
+    finally:
+        ev.close()
+    episodes = [*unseen_baseline, *more]
+    rate = sum(r.reward for r in episodes) / len(episodes)
+    assert 0.30 <= rate <= 0.45, rate
     by_type = defaultdict(list)
-    for r in unseen_baseline:
+    for r in episodes:
         by_type[r.task_type].append(r.reward)
-    assert all(0.1 <= sum(v) / len(v) <= 0.8 for v in by_type.values())
-    assert not any(r.is_env_error for r in unseen_baseline)
+    assert set(by_type) == set(REAL_BASELINE)
+    for task_type, (won, n) in REAL_BASELINE.items():
+        sim = sum(by_type[task_type]) / len(by_type[task_type])
+        assert abs(sim - won / n) <= 0.12, (task_type, round(sim, 3), won / n)
+    assert not any(r.is_env_error for r in episodes)
 
 
 def test_flawless_personas_succeed_and_every_flaw_occurs(unseen_baseline: list) -> None:
@@ -85,6 +104,33 @@ def test_mediation_patch_repairs_fixable_flaws_deterministically(unseen_baseline
     for task, x, y in zip(tasks, a, b):  # intrinsic flaws stay unfixed
         if {"premature_done", "misread_goal"} & Persona.draw(task, x.seed).flaws:
             assert not y.success
+
+
+def test_second_objects_and_far_lamps_are_set_right_by_walking_not_by_messages() -> None:
+    """Stop 42, the real agent's transcripts of batches 0-14: after placing the first of two objects it takes
+    another one it saw from where it stands, or the placed one back, and loops (0 of 21 baseline pick-two
+    episodes, 0 of 324 under every patch that only sends messages or blocks, stages' "one is already placed;
+    find another" hints included); the mediation example, which rewrites such a command into a walk, solved 5
+    of 6. On look tasks it uses a lamp it saw elsewhere from where it stands. The sim: a hint naming the fix
+    changes nothing; the rewrite-only example fixes both."""
+    tasks = [t for t in generator.generate_split("valid_unseen")
+             if t.task_type in ("pick_two_obj_and_place", "look_at_obj_in_light")]
+    seeds = list(range(len(tasks)))
+    hint = ('def hook(ctx, nb):\n    if ctx["step"] == 5:\n        return {"message": "One object is already placed; '
+            'do not take it back. Find another one: go to a receptacle you have not searched."}\n    return None\n')
+    mediate = (ROOT / "examples" / "patches" / "alfworld_mediate.txt").read_text()
+    base, hinted, walked = _run(harness_r1_patch("alfworld", "find another", {"make_pre_hint": hint}), tasks, seeds, mediate)
+    flawed = {"pick_two_obj_and_place": "retake_placed", "look_at_obj_in_light": "lamp_from_afar"}
+    for task_type, flaw in flawed.items():
+        mine = [(t, x, y, z) for t, x, y, z in zip(tasks, base, hinted, walked)
+                if t.task_type == task_type and flaw in Persona.draw(t, x.seed).flaws]
+        rows = [(x, y, z) for _, x, y, z in mine]
+        assert len(rows) >= 8, (task_type, len(rows))
+        assert not any(y.success and not x.success for x, y, _ in rows), task_type  # no message sets it right
+        clear = [z for t, x, _, z in mine if not set(INTRINSIC) & Persona.draw(t, x.seed).flaws]
+        assert len(clear) >= 4 and sum(z.success for z in clear) >= len(clear) / 2, task_type  # being walked does
+    afar = [x for t, x in zip(tasks, base) if "lamp_from_afar" in Persona.draw(t, x.seed).flaws and not x.success]
+    assert any(_steps(x)[-1][0].startswith("use ") and _steps(x)[-1][1].strip() == "Nothing happens." for x in afar)
 
 
 def test_a_message_naming_the_transform_is_acted_on_at_once_and_literally() -> None:

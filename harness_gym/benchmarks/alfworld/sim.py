@@ -69,6 +69,19 @@ FLAWS = {
     "retake_placed": 0.20, "invalid_grammar": 0.05, "not_opening": 0.08, "examine_instead": 0.15,
     "misread_goal": 0.20, "poor_search": 0.25, "premature_done": 0.18,
 }
+# Per task type, where the trained real target's baseline differs from the rates above (stop 42, fitted on its
+# run of the whole valid_unseen split and the baseline episodes of agreement batches 0-14; docs/sim_alfworld.md,
+# "Per task type"): it fails pick-two tasks almost always, after placing the first object, and little else
+# (walked on by a rewrite there, it solved 5 of 6)
+FLAWS_BY_TYPE: dict[str, dict[str, float]] = {
+    "pick_two_obj_and_place": {"retake_placed": 0.95, "misread_goal": 0.05, "poor_search": 0.1, "premature_done": 0.05},
+    "pick_and_place_simple": {"misread_goal": 0.05, "premature_done": 0.06},
+    "look_at_obj_in_light": {"examine_instead": 0.3, "lamp_from_afar": 0.8},
+}
+# Flaws added since, drawn after every other draw so no earlier episode moves; their rates are per type above.
+# lamp_from_afar: holding the object, the real agent uses (or takes) a lamp it saw elsewhere from where it stands;
+# like the second object, only being walked to the lamp sets it right (stop 42)
+LATE_FLAWS = ("lamp_from_afar",)
 INTRINSIC = ("misread_goal", "poor_search", "premature_done")
 VOCAB = vocabulary(CONCEPTS)
 RESPONSIVENESS = 0.55  # chance a focused, relevant hint is followed
@@ -134,13 +147,17 @@ class Persona:
     @classmethod
     def draw(cls, task: AlfTask, episode_seed: int) -> Persona:
         rng = random.Random(hashlib.sha256(f"sim-alfworld:{task.identity()}:{episode_seed}".encode()).digest())
-        flaws = {name for name, p in FLAWS.items() if rng.random() < p and _applicable(name, task)}
+        rates = FLAWS_BY_TYPE.get(task.task_type, {})  # the same draws: only thresholds move
+        flaws = {name for name, p in FLAWS.items() if rng.random() < rates.get(name, p) and _applicable(name, task)}
         if "skip_transform" in flaws:
             flaws.discard("transform_loop")
         u = {k: rng.random() for k in (*CONCEPTS, "self_fix", "distraction", "move_slip", "misread")}
         seed = rng.randrange(2**31)
         u["block"] = rng.random()  # drawn after the others: the earlier draws (and the no-hook baseline) stay as they were
         u.update(draw_against(rng, AGAINST))  # likewise, after block
+        for name in LATE_FLAWS:  # after all of the above: nothing earlier moves
+            if rng.random() < rates.get(name, 0.0):
+                flaws.add(name)
         return cls(frozenset(flaws), u, seed)
 
 
@@ -175,6 +192,7 @@ class View:
     last: tuple[str, str] | None = None  # my last action and what came back (NOT_EXECUTED for blocks)
     advice: Advice = field(default_factory=Advice)
     fresh: list[str] = field(default_factory=list)  # messages (hints, a refusal's message) since my last action
+    walked: list[int] = field(default_factory=list)  # steps where I arrived somewhere I did not ask to go (a rewrite)
 
     @classmethod
     def read(cls, messages: list[Message]) -> View:
@@ -209,6 +227,8 @@ class View:
                 else:
                     obs, _, adm = text.partition(_SPLIT)
                     view.admissible = adm.split("\n") if adm else view.admissible
+                    if obs.startswith("You arrive at") and not pending.startswith("go to "):
+                        view.walked.append(len(view.steps))
                     view.steps.append((pending, obs))
                     view.last = (pending, obs)
                     if obs.strip() != NOTHING:
@@ -500,6 +520,8 @@ class _Agent:
             return self._explore(want=want)
         lamp_loc = t.object_at[lamp]
         if not self._at(lamp_loc):
+            if self.has("lamp_from_afar"):  # as the real agent did: "Nothing happens.", resent until the repeat rule
+                return f"use {lamp}", f"I turn on the {lamp}."
             return f"go to {lamp_loc}", "Now I need the lamp."
         if self.active("examine_instead", "lamp") or self.has("misread_goal"):
             if any(a == f"examine {held}" for a, _ in self.v.steps[-3:]):
@@ -515,7 +537,18 @@ class _Agent:
 
     def _fetch(self, exclude: set[str]) -> tuple[str, str]:
         t, ok = self.t, self.acceptable()
-        retake = self.active("retake_placed", "placed")
+        # the second object of a pick-two task, as the real agent went for it (stop 42): no message sets this
+        # right (0 of 324 real episodes under patches that send messages or block), being walked somewhere it
+        # did not ask to go after the first put (a rewrite: 5 of 6) does, for the rest of the episode
+        put_at = next((i for i, (_, o) in enumerate(self.v.steps) if o.startswith(("You put ", "You move "))), None)
+        walked = put_at is not None and any(i > put_at for i in self.v.walked)
+        retake = self.has("retake_placed") and bool(exclude) and not walked
+        if retake:
+            others = [(o, r) for o, r in t.object_at.items() if kind(o) in ok and o not in exclude]
+            here = [(o, r) for o, r in others if self._at(r)]
+            if not here and others:  # it saw another one: it takes it from where it stands ("Nothing happens.")
+                obj, rec = others[0]
+                return f"take {obj} from {rec}", f"I saw another {kind(obj)} at the {rec}."
         blocked = set(self.v.blocked) if self.follows("target_object") or self.follows("placed") else set()
         cands = [(o, r) for o, r in t.object_at.items() if kind(o) in ok and (retake or o not in exclude)
                  and f"take {o} from {r}" not in blocked]
