@@ -112,14 +112,20 @@ def test_second_objects_and_far_lamps_are_set_right_by_walking_not_by_messages()
     episodes, 0 of 324 under every patch that only sends messages or blocks, stages' "one is already placed;
     find another" hints included); the mediation example, which rewrites such a command into a walk, solved 5
     of 6. On look tasks it uses a lamp it saw elsewhere from where it stands. The sim: a hint naming the fix
-    changes nothing; the rewrite-only example fixes both."""
+    changes nothing; the rewrite-only example fixes both; a rewrite walking it back to a searched place does not."""
     tasks = [t for t in generator.generate_split("valid_unseen")
              if t.task_type in ("pick_two_obj_and_place", "look_at_obj_in_light")]
     seeds = list(range(len(tasks)))
     hint = ('def hook(ctx, nb):\n    if ctx["step"] == 5:\n        return {"message": "One object is already placed; '
             'do not take it back. Find another one: go to a receptacle you have not searched."}\n    return None\n')
     mediate = (ROOT / "examples" / "patches" / "alfworld_mediate.txt").read_text()
-    base, hinted, walked = _run(harness_r1_patch("alfworld", "find another", {"make_pre_hint": hint}), tasks, seeds, mediate)
+    back = ('def hook(ctx, nb):\n    w = ctx["world"]\n    if w["placed_items"] and not nb.get("done"):\n'
+            '        for name in w["visited"]:\n            if "go to " + name in ctx["admissible"] and name not in ctx["action"]["normalized"]:\n'
+            '                nb["done"] = 1\n                return {"type": "rewrite_action", "action": "go to " + name}\n'
+            '    return None\n')
+    walk_back = harness_r1_patch("alfworld", "walk back", {"on_before_action": back})
+    base, hinted, walked, back_walked = _run(harness_r1_patch("alfworld", "find another", {"make_pre_hint": hint}), tasks,
+                                             seeds, mediate, walk_back)
     flawed = {"pick_two_obj_and_place": "retake_placed", "look_at_obj_in_light": "lamp_from_afar"}
     for task_type, flaw in flawed.items():
         mine = [(t, x, y, z) for t, x, y, z in zip(tasks, base, hinted, walked)
@@ -129,6 +135,9 @@ def test_second_objects_and_far_lamps_are_set_right_by_walking_not_by_messages()
         assert not any(y.success and not x.success for x, y, _ in rows), task_type  # no message sets it right
         clear = [z for t, x, _, z in mine if not set(INTRINSIC) & Persona.draw(t, x.seed).flaws]
         assert len(clear) >= 4 and sum(z.success for z in clear) >= len(clear) / 2, task_type  # being walked does
+    # a walk back to a place already searched (not the one its take named) does not set a pick-two agent right (only mediation's kind does)
+    two = [(x, y) for t, x, y in zip(tasks, base, back_walked) if "retake_placed" in Persona.draw(t, x.seed).flaws]
+    assert not any(y.success and not x.success for x, y in two)
     afar = [x for t, x in zip(tasks, base) if "lamp_from_afar" in Persona.draw(t, x.seed).flaws and not x.success]
     assert any(_steps(x)[-1][0].startswith("use ") and _steps(x)[-1][1].strip() == "Nothing happens." for x in afar)
 
