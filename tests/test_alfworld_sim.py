@@ -109,7 +109,7 @@ def test_mediation_patch_repairs_fixable_flaws_deterministically(unseen_baseline
 def test_second_objects_and_far_lamps_are_set_right_by_walking_not_by_messages() -> None:
     """Stop 42, the real agent's transcripts of batches 0-14: after placing the first of two objects it takes
     another one it saw from where it stands, or the placed one back, and loops (0 of 21 baseline pick-two
-    episodes, 0 of 324 under every patch that only sends messages or blocks, stages' "one is already placed;
+    episodes, 0 of 324 under the 30 other panel patches — hints, refusals, other rewrites —, stages' "one is already placed;
     find another" hints included); the mediation example, which rewrites such a command into a walk, solved 5
     of 6. On look tasks it uses a lamp it saw elsewhere from where it stands. The sim: a hint naming the fix
     changes nothing; the rewrite-only example fixes both; a rewrite walking it back to a searched place does not."""

@@ -541,7 +541,7 @@ class _Agent:
     def _fetch(self, exclude: set[str]) -> tuple[str, str]:
         t, ok = self.t, self.acceptable()
         # the second object of a pick-two task, as the real agent went for it (stop 42): no message sets this
-        # right (0 of 324 real episodes under patches that send messages or block); a take of mine after the
+        # right (0 of 324 real episodes under the other panel patches); a take of mine after the
         # first put turned into a walk to where that take named or to a place I had not searched (mediation's
         # rewrites: 5 of 6) does, for the rest of the episode; a walk anywhere else does not
         put_at = next((i for i, (_, o) in enumerate(self.v.steps) if o.startswith(("You put ", "You move "))), None)
