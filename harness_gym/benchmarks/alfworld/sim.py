@@ -192,8 +192,8 @@ class View:
     last: tuple[str, str] | None = None  # my last action and what came back (NOT_EXECUTED for blocks)
     advice: Advice = field(default_factory=Advice)
     fresh: list[str] = field(default_factory=list)  # messages (hints, a refusal's message) since my last action
-    # (step, my command, where I arrived, new there) where a take of mine became a walk (a hook's rewrite)
-    walked: list[tuple[int, str, str, bool]] = field(default_factory=list)
+    # (my command, where I arrived, new there) where a take of mine after my first put became a walk (a rewrite)
+    walked: list[tuple[str, str, bool]] = field(default_factory=list)
 
     @classmethod
     def read(cls, messages: list[Message]) -> View:
@@ -228,14 +228,14 @@ class View:
                 else:
                     obs, _, adm = text.partition(_SPLIT)
                     view.admissible = adm.split("\n") if adm else view.admissible
-                    seen_before = set(view.tracker.visited) | set(view.tracker.seen)
+                    seen_before, put_before = set(view.tracker.visited) | set(view.tracker.seen), bool(view.tracker.puts)
                     view.steps.append((pending, obs))
                     view.last = (pending, obs)
                     if obs.strip() != NOTHING:
                         view.tracker.update(pending, obs)
-                    if obs.startswith("You arrive at") and pending.startswith("take ") and view.tracker.location:
-                        loc = view.tracker.location
-                        view.walked.append((len(view.steps) - 1, pending, loc, loc not in seen_before))
+                    loc = view.tracker.location
+                    if put_before and obs.startswith("You arrive at") and pending.startswith("take ") and loc:
+                        view.walked.append((pending, loc, loc not in seen_before))
                 pending = ""
         return view
 
@@ -544,9 +544,7 @@ class _Agent:
         # right (0 of 324 real episodes under the other panel patches); a take of mine after the
         # first put turned into a walk to where that take named or to a place I had not searched (mediation's
         # rewrites: 5 of 6) does, for the rest of the episode; a walk anywhere else does not
-        put_at = next((i for i, (_, o) in enumerate(self.v.steps) if o.startswith(("You put ", "You move "))), None)
-        walked = put_at is not None and any(i > put_at and (cmd.endswith(f" from {loc}") or new)
-                                            for i, cmd, loc, new in self.v.walked)
+        walked = any(cmd.endswith(f" from {loc}") or new for cmd, loc, new in self.v.walked)
         retake = self.has("retake_placed") and bool(exclude) and not walked
         if retake:
             others = [(o, r) for o, r in t.object_at.items() if kind(o) in ok and o not in exclude]
