@@ -150,13 +150,14 @@ Rows = dict[str, list[dict[str, Any]]]  # per patch (sha256 of its text): its ro
 
 def score(benchmark: str, target: str, texts: list[str], batches: int, kept: Rows,
           save: Callable[[Rows], None] | None = None, transcripts: Path | None = None,
-          names: list[str] | None = None, first_seed: int = 0) -> Rows:
+          names: list[str] | None = None, first_seed: int = 0, cache_dir: Path | None = None) -> Rows:
     """Score each patch on env seeds first_seed..first_seed+batches-1 that ``kept`` lacks for it: per batch, every
     patch short of that batch in one ``evaluate_patches`` call (its Δ against that call's own
     baseline). Rows are {valid, delta_score, delta_success, error, fixed, broke, …}; ``save``
     gets ``kept`` after each batch, so a run that stops resumes after its last finished batch.
     ``transcripts``: a folder that gets, per batch scored here, ``batch<seed>.jsonl.gz`` with every episode
-    (the baseline's, then each patch's: ``write_transcripts``); ``names`` label the patches there."""
+    (the baseline's, then each patch's: ``write_transcripts``); ``names`` label the patches there.
+    ``cache_dir``: the env's rollout cache on disk (``cache_dir`` kwarg), shared by runs that score parts of a batch."""
     import gymnasium as gym
 
     import harness_gym  # noqa: F401
@@ -175,7 +176,9 @@ def score(benchmark: str, target: str, texts: list[str], batches: int, kept: Row
             if not need:
                 continue
             if env is None:
-                env = gym.make(ENV_IDS[benchmark], target=_apply_stand_in(target))
+                # a real target's batch takes minutes to an hour: a bar over its episodes (a sim's takes seconds)
+                env = gym.make(ENV_IDS[benchmark], target=_apply_stand_in(target), progress=not target.startswith("sim"),
+                               cache_dir=str(cache_dir) if cache_dir is not None else None)
             env.reset(seed=first_seed + s)
             res = env.unwrapped.evaluate_patches([by_sha[h] for h in need], episodes=transcripts is not None)
             short = [r for r in res if r.get("incomplete")]
@@ -227,12 +230,26 @@ def _kept_key(target: str, first_seed: int = 0) -> str:
         return f"{_kept_key(target)}@seeds-from-{first_seed}"
     if not target.startswith("sim"):
         return target
+    return f"{target}@code-{_code_hash()}"
+
+
+def rollouts_dir(score_out: Path, target: str) -> Path | None:
+    """Where a real target's episodes are kept for ``score_out`` (``rollouts_<env>_<side>/<code hash>``): none for a
+    sim or a sim stand-in, which replays in seconds and whose stand-ins share the env target ``sim``."""
+    if target.startswith("sim"):
+        return None
+    return score_out.with_name(score_out.stem.replace("scores_", "rollouts_", 1)) / _code_hash()
+
+
+def _code_hash() -> str:
+    """The package's code (every ``harness_gym`` .py file), 12 hex: what a sim's rows and a real target's
+    kept rollouts are keyed by."""
     import hashlib
 
     h = hashlib.sha256()
     for f in sorted((ROOT / "harness_gym").rglob("*.py")):
         h.update(f.relative_to(ROOT).as_posix().encode() + b"\0" + f.read_bytes())
-    return f"{target}@code-{h.hexdigest()[:12]}"
+    return h.hexdigest()[:12]
 
 
 def _load_kept(path: Path, target: str, panel_file: Path | None = None, first_seed: int = 0) -> Rows:
@@ -296,14 +313,15 @@ def fix_break(per_task: list[dict[str, Any]]) -> dict[str, int]:
 
 
 def score_in_subprocess(benchmark: str, target: str, panel_file: Path, batches: int, out_file: Path,
-                        transcripts: bool = False, first_seed: int = 0) -> list[list[dict]]:
+                        transcripts: bool = False, first_seed: int = 0, only: list[str] | None = None) -> list[list[dict]]:
     """Target ``target``'s scores of the panel on batches 0..batches-1 (env seeds ``first_seed`` on;
     [batch][patch]), computed in
     a child process. Rows are kept per target and per patch text in ``out_file`` (with a
     ``.partial`` beside it while a child runs): a later run reuses every (patch, batch) it finds —
     fewer batches take the first ones, more batches or new patches score only what is missing,
-    and a run that stopped resumes after its last finished batch."""
-    texts = [p["text"] for p in json.loads(panel_file.read_text(encoding="utf-8"))]
+    and a run that stopped resumes after its last finished batch. With ``only``, the panel's patches
+    whose names match those patterns (``select``) are scored."""
+    texts = [p["text"] for p in select(json.loads(panel_file.read_text(encoding="utf-8")), benchmark, only)]
     partial = out_file.with_name(out_file.name + ".partial")
     refuse_other_rows(out_file, target, first_seed, panel_file)
     kept = _load_kept(out_file, target, panel_file, first_seed)
@@ -319,6 +337,7 @@ def score_in_subprocess(benchmark: str, target: str, panel_file: Path, batches: 
         _save_kept(partial, target, kept, first_seed)
         cmd = [sys.executable, __file__, "--score-one", benchmark, "--target-one", target, "--panel-file", str(panel_file),
                "--batches", str(batches), "--score-out", str(out_file), "--first-seed", str(first_seed)]
+        cmd += ["--only", ",".join(only)] if only else []
         subprocess.run(cmd + (["--transcripts"] if transcripts else []), check=True, cwd=ROOT)
         kept = _load_kept(out_file, target, first_seed=first_seed)
     return [[kept[h][s] for h in shas] for s in range(batches)]
@@ -528,15 +547,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--score-out", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.score_one:  # child process: one target, one env
-        panel = json.loads(args.panel_file.read_text(encoding="utf-8"))
+        panel = select(json.loads(args.panel_file.read_text(encoding="utf-8")), args.score_one,
+                       [x.strip() for x in args.only.split(",") if x.strip()])
         texts = [p["text"] for p in panel]
         partial = args.score_out.with_name(args.score_out.name + ".partial")
         kept = _load_kept(partial, args.target_one, first_seed=args.first_seed)
         folder = args.score_out.with_name(args.score_out.stem.replace("scores_", "transcripts_", 1))
+        # a real target's episodes are kept on disk (per package code), so a later part of the same batch
+        # (another --only) reuses its baseline instead of replaying it, and every part is scored against the same one
+        rollouts = rollouts_dir(args.score_out, args.target_one)
         kept = score(args.score_one, args.target_one, texts, args.batches, kept,
                      lambda k: _save_kept(partial, args.target_one, k, args.first_seed),
                      transcripts=folder if args.transcripts else None, names=[p["name"] for p in panel],
-                     first_seed=args.first_seed)
+                     first_seed=args.first_seed, cache_dir=rollouts)
         _save_kept(args.score_out, args.target_one, kept, args.first_seed)
         partial.unlink(missing_ok=True)
         return 0
@@ -560,14 +583,17 @@ def main(argv: list[str] | None = None) -> int:
     md = []
     for bench in envs:
         only = [x.strip() for x in args.only.split(",") if x.strip()]
-        panel = load_panel(args.panel, bench, only) if args.panel is not None else build_panel(bench, only)
+        # the whole panel is kept (the rows are keyed by its texts), so a later run with another --only, or one
+        # that reads this folder back with --panel, still finds every patch; --only picks what is scored now
+        whole = load_panel(args.panel, bench) if args.panel is not None else build_panel(bench)
+        panel = select(whole, bench, only)
         pf = args.out / f"panel_{bench}.json"
-        pf.write_text(json.dumps(panel, indent=1), encoding="utf-8")
+        pf.write_text(json.dumps(whole, indent=1), encoding="utf-8")
         for side, t in (("a", args.a), ("b", args.b)):  # before either side scores: side a may take hours
             refuse_other_rows(args.out / f"scores_{bench}_{side}.json", t, args.first_seed, pf)
         try:
             a, b = (score_in_subprocess(bench, t, pf, args.batches, args.out / f"scores_{bench}_{side}.json", args.transcripts,
-                                        args.first_seed) for side, t in (("a", args.a), ("b", args.b)))
+                                        args.first_seed, only) for side, t in (("a", args.a), ("b", args.b)))
         except subprocess.CalledProcessError:
             print(f"agreement: error: scoring {bench} failed: the scoring process ended with the error above; the "
                   "batches it finished are kept and a rerun resumes after them", file=sys.stderr)

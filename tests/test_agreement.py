@@ -186,7 +186,7 @@ def test_held_out_batches_are_summarized_alone(tmp_path: Path, monkeypatch: pyte
     b = [[cell(x) for x in (0.1, 0.2, 0.3, 0.4, 0.5)], [cell(x) for x in (0.5, 0.4, 0.3, 0.2, 0.1)],
          [cell(x) for x in (0.5, 0.4, 0.3, 0.1, 0.2)]]
     monkeypatch.setattr(ag, "build_panel", lambda bench, only=None: panel)
-    monkeypatch.setattr(ag, "score_in_subprocess", lambda bench, target, pf, n, out, transcripts=False, first_seed=0: (a if target == "sim" else b)[:n])
+    monkeypatch.setattr(ag, "score_in_subprocess", lambda bench, target, pf, n, out, transcripts=False, first_seed=0, only=None: (a if target == "sim" else b)[:n])
     out = str(tmp_path)
     assert ag.main(["--env", "dbbench", "--b", "other", "--batches", "3", "--held-out", "1", "--out", out]) == 0
     data = json.loads((tmp_path / "agreement.json").read_text(), parse_constant=lambda c: pytest.fail(f"bare {c} in JSON"))
@@ -221,7 +221,7 @@ def test_transcripts_keep_every_episode_of_each_batch_scored(tmp_path: Path) -> 
     args = ["--env", "dbbench", "--b", "sim:flaws=off", "--batches", "1", "--out", str(tmp_path),
             "--only", "db-guard-bounded-1,db-hint-cast,noop@packet1000", "--transcripts"]
     assert ag.main(args) == 0
-    panel = json.loads((tmp_path / "panel_dbbench.json").read_text())
+    panel = ag.select(json.loads((tmp_path / "panel_dbbench.json").read_text()), "dbbench", args[-2].split(","))
     for side in ("a", "b"):
         path = tmp_path / f"transcripts_dbbench_{side}" / "batch0.jsonl.gz"
         lines = [json.loads(x) for x in gzip.open(path, "rt", encoding="utf-8")]
@@ -305,7 +305,12 @@ def test_a_kept_panel_is_scored_as_it_is(tmp_path: Path, capfd: pytest.CaptureFi
     assert json.loads((out / "panel_dbbench.json").read_text()) == panel
     assert [r["name"] for r in json.loads((out / "agreement.json").read_text())["results"]["dbbench"]["rows"]] == ["noop", "q"]
     assert ag.main(args + ["--panel", str(kept / "panel_dbbench.json"), "--only", "q"]) == 0
-    assert json.loads((out / "panel_dbbench.json").read_text()) == panel[1:]
+    assert [r["name"] for r in json.loads((out / "agreement.json").read_text())["results"]["dbbench"]["rows"]] == ["q"]
+    # the whole panel stays in the output folder, so a later part scored from that folder finds every patch
+    assert json.loads((out / "panel_dbbench.json").read_text()) == panel
+    assert ag.main(args + ["--panel", str(out), "--only", "noop"]) == 0
+    assert json.loads((out / "panel_dbbench.json").read_text()) == panel
+    assert [r["name"] for r in json.loads((out / "agreement.json").read_text())["results"]["dbbench"]["rows"]] == ["noop"]
     capfd.readouterr()
     bad = {"not json": "{", "not a list": '{"a": 1}', "no text": '[{"name": "a", "family": "x"}]',
            "a shared text": json.dumps(panel + [{"name": "z", "family": "x", "text": "nor this"}])}
@@ -346,3 +351,24 @@ def test_first_seed_scores_later_seeds_and_keeps_them_apart(tmp_path: Path, capf
     assert ag._load_kept(kept, real) == {"h": [{"valid": True}]}
     assert ag.main(["--env", "dbbench", "--first-seed", "-1", "--out", str(tmp_path)]) == 2
     assert "--first-seed >= 0" in capfd.readouterr().err
+
+
+def test_parts_of_a_batch_share_one_baseline_through_the_kept_rollouts(tmp_path: Path) -> None:
+    """A real target's episodes are kept on disk per package code (``rollouts_dir``), so a second part of a batch
+    (another ``--only``) replays only its own patches, against the first part's baseline; a sim keeps none."""
+    assert ag.rollouts_dir(tmp_path / "scores_dbbench_b.json", "sim") is None
+    assert ag.rollouts_dir(tmp_path / "scores_dbbench_b.json", "sim:flaws=off") is None
+    where = ag.rollouts_dir(tmp_path / "scores_dbbench_b.json", "smol:dbbench?engine=vllm")
+    assert where is not None and where.parent == tmp_path / "rollouts_dbbench_b" and where.name == ag._code_hash()
+    panel = ag.build_panel("dbbench", ["noop@packet1000", "db-hint-cast", "db-guard-bounded-1"])
+    texts = [p["text"] for p in panel]
+    first = ag.score("dbbench", "sim", texts[:2], 1, {}, cache_dir=where)
+    runs = {f.name: f.stat().st_ino for f in where.glob("*.json")}
+    assert len(runs) == 3  # the baseline and each of the two patches, one file per batch run
+    second = ag.score("dbbench", "sim", texts[2:], 1, {}, cache_dir=where)
+    after = {f.name: f.stat().st_ino for f in where.glob("*.json")}
+    # only the new patch ran: the baseline was read back, not run and written again (a write replaces the file)
+    assert len(after) == 4 and all(after[n] == ino for n, ino in runs.items())
+    again = ag.score("dbbench", "sim", texts[:2], 1, {})  # no kept rollouts: the same rows
+    assert [first[ag._text_sha(t)] for t in texts[:2]] == [again[ag._text_sha(t)] for t in texts[:2]]
+    assert second[ag._text_sha(texts[2])][0]["valid"]

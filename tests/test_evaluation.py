@@ -464,3 +464,61 @@ def test_a_baseline_and_a_patch_share_batches_on_a_memoized_target() -> None:
     finally:
         ev.close()
     assert ev.batcher.memo is not None and max(sizes) == 2 * len(tasks), sizes
+
+
+def test_progress_shows_a_bar_over_the_episodes_a_call_runs(capfd: pytest.CaptureFixture[str]) -> None:
+    """``progress=True`` (the env kwarg ``progress``): a bar on stderr counting the call's episodes to its
+    total; nothing for a call served from the cache, and nothing at all without it."""
+    ev = _evaluator(progress=True)
+    try:
+        ev.evaluate_many([SPEC.default_harness()], TASKS[:3], SEEDS[:3])
+        err = capfd.readouterr().err
+        assert "dbbench on sim" in err and "3/3" in err and "episode" in err
+        ev.evaluate_many([SPEC.default_harness()], TASKS[:3], SEEDS[:3])  # cached: nothing runs
+        assert "dbbench on sim" not in capfd.readouterr().err
+    finally:
+        ev.close()
+    quiet = _evaluator()
+    try:
+        quiet.evaluate_many([SPEC.default_harness()], TASKS[:2], SEEDS[:2])
+        assert "episode" not in capfd.readouterr().err
+    finally:
+        quiet.close()
+
+
+def test_a_call_stopped_midway_keeps_each_version_it_finished(tmp_path) -> None:
+    """Each harness version's batch is cached as soon as its episodes are done, not when the whole call is:
+    a long call on a real target that is stopped (killed, interrupted) keeps the baseline it finished, and
+    the next call reads it back instead of replaying it."""
+    import time
+
+    from harness_gym.harness.patch import parse_patch
+
+    base = SPEC.default_harness()
+    code = "def hook(ctx, nb):\n    return None\n"
+    slow = parse_patch(json.dumps({"schema_version": "harness-r1-patch-v1", "benchmark": "dbbench", "description": "slow",
+                                   "actions": [{"type": "add_code_hook", "hook": "on_post_step", "code": code}]}),
+                       base).apply(base)
+
+    async def run_episode(task, world, harness, *args, **kw):
+        if harness.version == slow.version:
+            await asyncio.sleep(3600)  # a version whose episodes never end in this call
+        return await SPEC.run_episode(task, world, harness, *args, **kw)
+
+    spec = bm.BenchmarkSpec(SPEC.name, SPEC.load_tasks, SPEC.world_factory, run_episode)
+    ev = Evaluator(spec, make_backend("sim"), cache=RolloutCache(tmp_path))
+    try:
+        fut = asyncio.run_coroutine_threadsafe(ev.arun_many([base, slow], TASKS[:3], SEEDS[:3]), ev._loop)
+        deadline = time.monotonic() + 60
+        while not list(tmp_path.glob("*.json")) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(list(tmp_path.glob("*.json"))) == 1 and not fut.done()  # the baseline is kept, the call goes on
+        fut.cancel()
+    finally:
+        ev.close()
+    again = Evaluator(spec, make_backend("sim"), cache=RolloutCache(tmp_path))
+    try:
+        runs = again.evaluate(base, TASKS[:3], SEEDS[:3])
+        assert again.episodes_run == 0 and again.cache.hits == 1 and len(runs) == 3
+    finally:
+        again.close()

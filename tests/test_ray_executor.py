@@ -65,11 +65,14 @@ def _view(results: list[Any]) -> list[tuple]:
     return [(r.task_id, r.seed, r.harness_version, r.reward, r.success, r.status, r.error, r.messages) for r in results]
 
 
-def test_ray_equals_local_and_k_patches_in_one_call(cluster: Any, setup: dict[str, Any], local_runs: list[list[Any]]) -> None:
-    ev = make_evaluator("ray", setup["spec"], make_backend("sim"), world_backend="sqlite", max_in_flight=2)
+def test_ray_equals_local_and_k_patches_in_one_call(cluster: Any, setup: dict[str, Any], local_runs: list[list[Any]],
+                                                   capfd: pytest.CaptureFixture[str]) -> None:
+    ev = make_evaluator("ray", setup["spec"], make_backend("sim"), world_backend="sqlite", max_in_flight=2, progress=True)
+    capfd.readouterr()
     t0 = time.perf_counter()
     runs = ev.evaluate_many(setup["harnesses"], setup["tasks"], setup["seeds"])  # base + K=2 patches, one call
     elapsed = time.perf_counter() - t0
+    assert "dbbench on sim (ray)" in (bar := capfd.readouterr().err) and "18/18" in bar  # progress: over the call's episodes
     assert len(runs) == 3 and [len(r) for r in runs] == [6, 6, 6]
     for got, want in zip(runs, local_runs):
         assert _view(got) == _view(want)

@@ -35,6 +35,7 @@ class EnvConfig:
     sandbox_isolation: str | None = None  # None: the strongest that works here (bwrap > unshare > process)
     sandbox_timeout_s: float = 2.0  # per hook call, enforced from outside the worker
     metric: str | None = None  # "score" (mean reward) or "success" (share with reward 1.0); None: the benchmark's default
+    progress: bool = False  # a bar on stderr over each evaluation call's episodes (for real targets, whose calls take minutes)
 
     def __post_init__(self) -> None:
         for name in ("batch_size", "max_edits", "concurrency"):

@@ -97,6 +97,7 @@ class HarnessEditEnv(gym.Env):
                 cache=RolloutCache(cfg.cache_dir, max_entries=cfg.cache_entries),
                 sandbox_isolation=cfg.sandbox_isolation,
                 sandbox_timeout_s=cfg.sandbox_timeout_s,
+                progress=cfg.progress,
             )
         except BaseException:
             if self.containers is not None:

@@ -42,8 +42,11 @@ class Evaluator:
         sandbox_isolation: str | None = None,
         sandbox_timeout_s: float = 2.0,
         cache: RolloutCache | None = None,
+        progress: bool = False,
     ) -> None:
         self.spec = spec
+        self.progress = progress
+        self.target_name = target_name
         self.backend = backend
         self.sampling = sampling
         self.retries = retries
@@ -79,17 +82,27 @@ class Evaluator:
         if fresh:
             out, todo = {}, dict(zip(keys, harnesses))
         sem = asyncio.Semaphore(self.max_concurrency)
-        jobs = {key: [self._episode(h, t, s, sem) for t, s in zip(tasks, seeds)] for key, h in todo.items()}
-        flat = await asyncio.gather(*(c for cs in jobs.values() for c in cs))
-        i = 0
-        for key, cs in jobs.items():
-            out[key] = list(flat[i : i + len(cs)])
-            i += len(cs)
-            if not fresh:
-                self.cache.put(key, out[key])
+        bar = progress_bar(self.progress, len(todo) * len(tasks), f"{self.spec.name} on {self.target_name}")
+
+        async def run(key: str, harness: Harness) -> tuple[str, list[EpisodeResult]]:
+            results = list(await asyncio.gather(*(self._episode(harness, t, s, sem, bar) for t, s in zip(tasks, seeds))))
+            if not fresh:  # cached as soon as this version's batch is done: a call stopped later still keeps it
+                self.cache.put(key, results)
+            return key, results
+
+        try:
+            out.update(await asyncio.gather(*(run(key, h) for key, h in todo.items())))
+        finally:
+            bar.close()
         return [out[k] for k in keys]
 
-    async def _episode(self, harness: Harness, task: Any, seed: int, sem: asyncio.Semaphore) -> EpisodeResult:
+    async def _episode(self, harness: Harness, task: Any, seed: int, sem: asyncio.Semaphore, bar: Any) -> EpisodeResult:
+        try:
+            return await self._run_episode(harness, task, seed, sem)
+        finally:
+            bar.update(1)
+
+    async def _run_episode(self, harness: Harness, task: Any, seed: int, sem: asyncio.Semaphore) -> EpisodeResult:
         async with sem, self.batcher.episode():
             hooks = HookRunner(harness, self.sandbox)
             error = ""
@@ -129,3 +142,11 @@ class Evaluator:
         # a World class used as its own factory does not count
         if not isinstance(self._make_world, type) and callable(getattr(self._make_world, "close", None)):
             self._make_world.close()  # type: ignore[attr-defined]
+
+
+def progress_bar(show: bool, total: int, desc: str) -> Any:
+    """A tqdm bar on stderr over ``total`` episodes (one evaluation call), or a silent one when ``show`` is
+    false or there is nothing to run. Redrawn at most every 10 s, so a log file gets a line now and then."""
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=desc, unit="episode", disable=not show or total == 0, mininterval=10, dynamic_ncols=True)

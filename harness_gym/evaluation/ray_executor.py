@@ -25,6 +25,7 @@ from typing import Any
 from harness_gym.errors import ConfigError, one_line
 from harness_gym.evaluation.benchmarks import BenchmarkSpec
 from harness_gym.evaluation.cache import RolloutCache, rollout_context
+from harness_gym.evaluation.evaluator import progress_bar
 from harness_gym.harness.files import Harness
 from harness_gym.models.base import Sampling
 from harness_gym.runtime.trajectory import ENV_ERROR, EpisodeResult
@@ -126,8 +127,11 @@ class RayEvaluator:
         episodes_per_task: int | None = None,
         num_cpus_per_task: float = 1.0,
         ship_spec: bool = False,
+        progress: bool = False,
     ) -> None:
         self._ray = require_ray()
+        self.progress = progress
+        self.target_name = target_name
         if not self._ray.is_initialized():
             raise ConfigError("RayEvaluator needs ray.init() first; use make_evaluator('ray', …), which starts or joins a cluster")
         if max_retries < 0 or (max_in_flight is not None and max_in_flight < 1):
@@ -179,16 +183,21 @@ class RayEvaluator:
         slots: dict[tuple[str, int], list[EpisodeResult]] = {}
         pending: dict[Any, tuple[str, int, int]] = {}
         queue = list(jobs)
-        while queue or pending:
-            while queue and len(pending) < self.max_in_flight:  # backpressure: bounded in-flight tasks
-                key, lo, hi = queue.pop(0)
-                ref = self._remote.remote(self.config, self._spec_ref, harness_refs[key], tasks[lo:hi], seeds[lo:hi])
-                pending[ref] = (key, lo, hi)
-                self.tasks_submitted += 1
-            done, _ = ray.wait(list(pending), num_returns=1)
-            for ref in done:
-                key, lo, hi = pending.pop(ref)
-                slots[(key, lo)] = self._collect(ref, todo[key], tasks[lo:hi], seeds[lo:hi])
+        bar = progress_bar(self.progress, len(todo) * len(tasks), f"{self.spec.name} on {self.target_name} (ray)")
+        try:
+            while queue or pending:
+                while queue and len(pending) < self.max_in_flight:  # backpressure: bounded in-flight tasks
+                    key, lo, hi = queue.pop(0)
+                    ref = self._remote.remote(self.config, self._spec_ref, harness_refs[key], tasks[lo:hi], seeds[lo:hi])
+                    pending[ref] = (key, lo, hi)
+                    self.tasks_submitted += 1
+                done, _ = ray.wait(list(pending), num_returns=1)
+                for ref in done:
+                    key, lo, hi = pending.pop(ref)
+                    slots[(key, lo)] = self._collect(ref, todo[key], tasks[lo:hi], seeds[lo:hi])
+                    bar.update(hi - lo)
+        finally:
+            bar.close()
         out: dict[str, list[EpisodeResult]] = {}
         for key in todo:
             out[key] = [r for (k, lo), rs in sorted(slots.items(), key=lambda x: x[0][1]) if k == key for r in rs]

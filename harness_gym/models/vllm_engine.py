@@ -106,6 +106,9 @@ class VLLMBackend(ChatBackend):
             with self._lock:
                 outs = self.llm.generate(inputs, params, use_tqdm=False)
             for i, o in zip(live, outs):
+                # prompt tokens vLLM's prefix cache served: when many long episodes share the KV cache it can
+                # evict their prefixes before their next round, and each round's whole prompt is run again
+                self.stats.cached_tokens += int(getattr(o, "num_cached_tokens", 0) or 0)
                 toks = list(o.outputs[0].token_ids)
                 completion += len([t for t in toks if t not in self.formatter.stop_ids])
                 texts[i] = self.formatter.decode(toks)
