@@ -52,6 +52,7 @@ import json
 import math
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -179,8 +180,10 @@ def score(benchmark: str, target: str, texts: list[str], batches: int, kept: Row
                 # a real target's batch takes minutes to an hour: a bar over its episodes (a sim's takes seconds)
                 env = gym.make(ENV_IDS[benchmark], target=_apply_stand_in(target), progress=not target.startswith("sim"),
                                cache_dir=str(cache_dir) if cache_dir is not None else None)
+            t0, ran = time.perf_counter(), env.unwrapped.evaluator.episodes_run
             env.reset(seed=first_seed + s)
             res = env.unwrapped.evaluate_patches([by_sha[h] for h in need], episodes=transcripts is not None)
+            cost = _cost(env.unwrapped.evaluator, ran, time.perf_counter() - t0)
             short = [r for r in res if r.get("incomplete")]
             if short:  # an environment failure (a dead server): nothing of this batch is kept
                 raise SystemExit(f"agreement: error: {benchmark} on {target}: batch {s + 1} (seed {first_seed + s}): "
@@ -193,13 +196,26 @@ def score(benchmark: str, target: str, texts: list[str], batches: int, kept: Row
                                 "delta_success": r.get("delta_success"), "error": r.get("patch_error"),
                                 **fix_break(r.get("per_task") or [])})
             print(f"agreement: {benchmark} on {target}: batch {s + 1}/{batches} scored ({len(need)} of "
-                  f"{len(shas)} patches) on env seed {first_seed + s}", file=sys.stderr, flush=True)
+                  f"{len(shas)} patches) on env seed {first_seed + s}{cost}", file=sys.stderr, flush=True)
             if save is not None:
                 save(kept)
     finally:
         if env is not None:
             env.close()
     return kept
+
+
+def _cost(evaluator: Any, ran_before: int, seconds: float) -> str:
+    """What a batch cost: episodes run (not read from kept rollouts), minutes, and for an engine that counts them
+    the prompt tokens so far and the share its prefix cache served (a low share on long episodes means it evicted
+    their prefixes between rounds)."""
+    ran = evaluator.episodes_run - ran_before
+    out = f": {ran} episodes in {seconds / 60:.1f} min"
+    stats = getattr(getattr(evaluator, "backend", None), "stats", None)
+    prompt = getattr(stats, "prompt_tokens", 0)
+    if prompt:
+        out += f"; so far {prompt} prompt tokens, {getattr(stats, 'cached_tokens', 0) / prompt:.0%} from the prefix cache"
+    return out
 
 
 def write_transcripts(path: Path, batch: int, patches: list[tuple[str, str]], res: list[dict[str, Any]]) -> Path:

@@ -353,7 +353,7 @@ def test_first_seed_scores_later_seeds_and_keeps_them_apart(tmp_path: Path, capf
     assert "--first-seed >= 0" in capfd.readouterr().err
 
 
-def test_parts_of_a_batch_share_one_baseline_through_the_kept_rollouts(tmp_path: Path) -> None:
+def test_parts_of_a_batch_share_one_baseline_through_the_kept_rollouts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A real target's episodes are kept on disk per package code (``rollouts_dir``), so a second part of a batch
     (another ``--only``) replays only its own patches, against the first part's baseline; a sim keeps none."""
     assert ag.rollouts_dir(tmp_path / "scores_dbbench_b.json", "sim") is None
@@ -362,10 +362,13 @@ def test_parts_of_a_batch_share_one_baseline_through_the_kept_rollouts(tmp_path:
     assert where is not None and where.parent == tmp_path / "rollouts_dbbench_b" and where.name == ag._code_hash()
     panel = ag.build_panel("dbbench", ["noop@packet1000", "db-hint-cast", "db-guard-bounded-1"])
     texts = [p["text"] for p in panel]
+    capsys.readouterr()
     first = ag.score("dbbench", "sim", texts[:2], 1, {}, cache_dir=where)
+    assert "batch 1/1 scored (2 of 2 patches) on env seed 0: 30 episodes in" in capsys.readouterr().err
     runs = {f.name: f.stat().st_ino for f in where.glob("*.json")}
     assert len(runs) == 3  # the baseline and each of the two patches, one file per batch run
     second = ag.score("dbbench", "sim", texts[2:], 1, {}, cache_dir=where)
+    assert ": 10 episodes in" in capsys.readouterr().err  # the new patch's, not the baseline's again
     after = {f.name: f.stat().st_ino for f in where.glob("*.json")}
     # only the new patch ran: the baseline was read back, not run and written again (a write replaces the file)
     assert len(after) == 4 and all(after[n] == ino for n, ino in runs.items())
