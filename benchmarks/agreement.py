@@ -562,9 +562,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--panel-file", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--score-out", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    only = [x.strip() for x in args.only.split(",") if x.strip()]
     if args.score_one:  # child process: one target, one env
-        panel = select(json.loads(args.panel_file.read_text(encoding="utf-8")), args.score_one,
-                       [x.strip() for x in args.only.split(",") if x.strip()])
+        panel = select(json.loads(args.panel_file.read_text(encoding="utf-8")), args.score_one, only)
         texts = [p["text"] for p in panel]
         partial = args.score_out.with_name(args.score_out.name + ".partial")
         kept = _load_kept(partial, args.target_one, first_seed=args.first_seed)
@@ -598,7 +598,6 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, dict[str, Any]] = {}
     md = []
     for bench in envs:
-        only = [x.strip() for x in args.only.split(",") if x.strip()]
         # the whole panel is kept (the rows are keyed by its texts), so a later run with another --only, or one
         # that reads this folder back with --panel, still finds every patch; --only picks what is scored now
         whole = load_panel(args.panel, bench) if args.panel is not None else build_panel(bench)

@@ -131,7 +131,6 @@ class RayEvaluator:
     ) -> None:
         self._ray = require_ray()
         self.progress = progress
-        self.target_name = target_name
         if not self._ray.is_initialized():
             raise ConfigError("RayEvaluator needs ray.init() first; use make_evaluator('ray', …), which starts or joins a cluster")
         if max_retries < 0 or (max_in_flight is not None and max_in_flight < 1):
@@ -183,7 +182,7 @@ class RayEvaluator:
         slots: dict[tuple[str, int], list[EpisodeResult]] = {}
         pending: dict[Any, tuple[str, int, int]] = {}
         queue = list(jobs)
-        bar = progress_bar(self.progress, len(todo) * len(tasks), f"{self.spec.name} on {self.target_name} (ray)")
+        bar = progress_bar(self.progress, len(todo) * len(tasks), f"{self.spec.name} on {self.config.target_name} (ray)")
         try:
             while queue or pending:
                 while queue and len(pending) < self.max_in_flight:  # backpressure: bounded in-flight tasks
