@@ -13,8 +13,10 @@ from harness_gym.evaluation.evaluator import Evaluator
 from harness_gym.harness.patch import parse_patch
 from harness_gym.models.factory import make_backend
 from harness_gym.benchmarks.alfworld import generator
-from harness_gym.benchmarks.alfworld.sim import CONCEPTS, INTRINSIC, JUMP, SLIP_CAP, SLIP_PER_WORD, TEXT_COST, Persona
+from harness_gym.benchmarks.alfworld.sim import (BELIEVE_UNMADE_WALK, CONCEPTS, INTRINSIC, JUMP, SLIP_CAP, SLIP_PER_WORD,
+                                                 TEXT_COST, Persona)
 from harness_gym.benchmarks.sim_reading import Advice, count_words
+from harness_gym.types import ToolCall
 
 SPEC = get_benchmark("alfworld")
 ROOT = Path(__file__).resolve().parents[1]
@@ -86,6 +88,20 @@ def _run(text: str, tasks: list, seeds: list[int], *more: str) -> list[list]:
 def _steps(result) -> list[tuple[str, str]]:
     return [(str((e.get("arguments") or {}).get("action", "")), str(e.get("observation", "")))
             for e in result.events if e.get("kind") == "step"]
+
+
+def _sent(result) -> list[tuple[str, str]]:
+    """(the command the agent sent, the observation that came back): unlike ``_steps`` (what the world executed),
+    a command a hook replaced appears as sent."""
+    out, pending = [], None
+    for m in result.messages:
+        if m.get("role") == "assistant":
+            calls = m.get("tool_calls") or []
+            pending = ToolCall.from_message_call(calls[0]).arguments.get("action") if calls else None
+        elif m.get("role") == "tool" and pending is not None:
+            out.append((str(pending), str(m.get("content") or "").split("\nAVAILABLE ACTIONS: ")[0]))
+            pending = None
+    return out
 
 
 def test_mediation_patch_repairs_fixable_flaws_deterministically(unseen_baseline: list) -> None:
@@ -166,19 +182,61 @@ def test_a_message_naming_the_transform_is_acted_on_at_once_and_literally() -> N
 def test_a_message_naming_nothing_of_the_room_derails_the_next_command() -> None:
     """The real agent's next command after self-refine's "Reflect on your progress ..." (14 words, naming
     nothing of the room) was "Nothing happens." or a repeat 66% of the time against 15% without a message;
-    the sim derails with p SLIP_PER_WORD a word (capped), a quarter of that for a message naming the room."""
+    the sim derails with p SLIP_PER_WORD a word (capped), a quarter of that for a message naming the room.
+    Here the message comes after the first command: before it, nothing derails (next test)."""
     tasks = generator.generate_split("valid_unseen")[:40]
     msg = "Reflect on your progress so far: what went wrong? Refine your approach and continue."
-    hook = 'def hook(ctx, nb):\n    if ctx["step"] == 0:\n        return {"message": "' + msg + '"}\n    return None\n'
+    hook = 'def hook(ctx, nb):\n    if ctx["step"] == 1:\n        return {"message": "' + msg + '"}\n    return None\n'
     text = harness_r1_patch("alfworld", "reflect", {"make_pre_hint": hook})
     a, b = _run(text, tasks, list(range(40)))
-    derailed = sum(_steps(y)[0][1].strip() == "Nothing happens." for y in b)
+    assert [_steps(x)[0] for x in a] == [_steps(y)[0] for y in b]  # the first command came before the message
+    pairs = [(_steps(x)[1], _steps(y)[1]) for x, y in zip(a, b) if len(_steps(x)) > 1 and _steps(x)[0][1].strip() != "Nothing happens."]
+    derailed = sum(y[1].strip() == "Nothing happens." and x[1].strip() != "Nothing happens." for x, y in pairs)
     expected = min(SLIP_CAP, SLIP_PER_WORD * count_words(msg))
-    assert abs(derailed / 40 - expected) <= 0.2, (derailed, expected)
-    assert all(_steps(x)[0][1].strip() != "Nothing happens." for x in a)
-    for x, y in zip(a, b):  # a derail is a command the room does not offer, never a lucky pick-up
-        if _steps(y)[0][0] != _steps(x)[0][0]:
-            assert _steps(y)[0][1].strip() == "Nothing happens.", _steps(y)[0]
+    assert len(pairs) >= 30 and abs(derailed / len(pairs) - expected) <= 0.2, (derailed, len(pairs), expected)
+    for x, y in pairs:  # a derail is a command the room does not offer, never a lucky pick-up
+        if y[0] != x[0]:
+            assert y[1].strip() == "Nothing happens.", y
+
+
+def test_a_message_before_the_first_command_naming_no_command_does_not_derail_it() -> None:
+    """Stop 44, the real agent's transcripts of seeds 10-14: under a one-off message shown with the task ("Cabinets
+    and drawers start closed: ...", "Put the object into the first receptacle you reach; ...") its first command
+    was one the room lists 90 of 90 times, the one it sends without the message 84 times; the same message after
+    the first command derails the next one as above. The sim keeps its first command; a command the message
+    names is still acted on (the transform tests)."""
+    tasks = generator.generate_split("valid_unseen")[:40]
+    _, plain = _run(harness_r1_patch("alfworld", "silent", {"make_pre_hint": "def hook(ctx, nb):\n    return None\n"}),
+                    tasks, list(range(len(tasks))))
+    for msg in ("Reflect on your progress so far: what went wrong? Refine your approach and continue.",
+                "Cabinets and drawers start closed: open each one you visit to see what is inside.",
+                "Put the object into the first receptacle you reach; the task type does not matter."):
+        assert _first_commands(msg, tasks) == [_steps(x)[0][0] for x in plain], msg
+
+
+def test_a_walk_a_hook_replaced_is_taken_as_made() -> None:
+    """Stop 44: under a hook forcing `look` after every second step (the panel's alf-harmful-force-look), the real
+    agent, searching, took a `go to` answered by the look's observation as made and went on to the next place 178 of
+    205 times; holding the object it resent the walk 21 of 28. It lost -0.16 on seeds 10-14, where the stop-42 sim,
+    resending every time, lost -0.04. The sim takes a search walk as made with p BELIEVE_UNMADE_WALK; without the
+    hook no walk is ever unmade."""
+    tasks = generator.generate_split("valid_unseen")
+    hook = 'def hook(ctx, nb):\n    if ctx["step"] % 2 == 0:\n        return {"type": "force_action", "action": "look"}\n    return None\n'
+    a, b = _run(harness_r1_patch("alfworld", "force look", {"on_post_step": hook}), tasks, list(range(len(tasks))))
+
+    def unmade(r) -> list[tuple[bool, bool]]:  # per `go to` of mine answered by no arrival: (holding?, went on?)
+        s, out, held = _sent(r), [], False
+        for (cmd, obs), (nxt, _) in zip(s, s[1:]):
+            held = obs.startswith("You pick up") or (held and not obs.startswith(("You put", "You move")))
+            if cmd.startswith("go to ") and not obs.startswith("You arrive at") and obs.strip() != "Nothing happens.":
+                out.append((held, nxt != cmd))
+        return out
+    searching = [on for r in b for held, on in unmade(r) if not held]
+    holding = [on for r in b for held, on in unmade(r) if held]
+    assert len(searching) >= 60 and abs(sum(searching) / len(searching) - BELIEVE_UNMADE_WALK) <= 0.1, (sum(searching), len(searching))
+    assert len(holding) >= 10 and sum(holding) / len(holding) <= 0.4, (sum(holding), len(holding))
+    assert not any(unmade(x) for x in a)
+    assert sum(y.reward - x.reward for x, y in zip(a, b)) / len(tasks) <= -0.08  # the stop-42 sim: -0.045 here
 
 
 def _first_commands(message: str, tasks: list) -> list[str]:

@@ -108,6 +108,15 @@ LAMP_WORDS = re.compile(r"\b(?:desk|floor)?[ -]?lamps?\b|\blights?\b", re.IGNORE
 NEGATION = re.compile(r"\b(?:do not|don't|dont|never|no need to|should not|shouldn't|must not|mustn't|avoid)\s+"
                       r"(?!forget\b|fail\b|hesitate\b|skip\w*\b|ignor\w*\b|miss\w*\b|omit\w*\b|leav\w*\b)"
                       r"(?:\w+\s+){0,2}?$", re.IGNORECASE)
+# A walk a hook replaced (a forced `look` in place of my `go to`; alf-harmful-force-look, the real agent's transcripts
+# of seeds 10-14, stop 44): searching, the real agent took it as made and went on to the next place 178 of 205 times,
+# so the place it never reached counts as searched; holding the object it resent the walk 21 of 28 times, as the
+# sim does (a place it saw the object at or its destination is not searched for)
+BELIEVE_UNMADE_WALK = 0.87
+# Before its first command the real agent keeps to its trained opening (stop 44, its transcripts of seeds 10-14): a
+# message there that names no command (no transform, no lamp) derailed none of 90 first commands ("Cabinets and
+# drawers start closed: ...", "Put the object into the first receptacle you reach; ..."), so the slip below starts
+# with the second command. One naming a command is still acted on as a hint is (JUMP)
 SLIP_PER_WORD = 0.035  # a message that names nothing of this room derails the next command, per word ...
 SLIP_CAP = 0.6         # ... up to this chance
 GROUNDED_SHARE = 0.25  # a message naming an object, receptacle or listed command of this room derails this share as often
@@ -194,6 +203,8 @@ class View:
     fresh: list[str] = field(default_factory=list)  # messages (hints, a refusal's message) since my last action
     # (my command, where I arrived, new there) where a take of mine after my first put became a walk (a rewrite)
     walked: list[tuple[str, str, bool]] = field(default_factory=list)
+    # (step index, receptacle) where my `go to` came back as something else than an arrival (a hook replaced it)
+    unmade: list[tuple[int, str]] = field(default_factory=list)
 
     @classmethod
     def read(cls, messages: list[Message]) -> View:
@@ -229,6 +240,8 @@ class View:
                     obs, _, adm = text.partition(_SPLIT)
                     view.admissible = adm.split("\n") if adm else view.admissible
                     seen_before, put_before = set(view.tracker.visited) | set(view.tracker.seen), bool(view.tracker.puts)
+                    if pending.startswith("go to ") and not obs.startswith("You arrive at") and obs.strip() != NOTHING:
+                        view.unmade.append((len(view.steps), pending[6:]))
                     view.steps.append((pending, obs))
                     view.last = (pending, obs)
                     if obs.strip() != NOTHING:
@@ -254,6 +267,9 @@ class _Agent:
     def __init__(self, task: AlfTask, persona: Persona, view: View, round_index: int) -> None:
         self.task, self.p, self.v, self.round = task, persona, view, round_index
         self.t = view.tracker
+        for i, rec in view.unmade:  # walks I take as made though a hook replaced them: searched, nothing there
+            if rec != self.t.location and random.Random(f"{persona.seed}:unmade:{i}").random() < BELIEVE_UNMADE_WALK:
+                self.t.seen.add(rec)
         g = view.goal
         self.target, self.dest, self.ttype = g["target_type"], g["destination_type"], g["task_type"]
         self.transform = TRANSFORM_OF.get(self.ttype, "")
@@ -423,6 +439,8 @@ class _Agent:
             if named is not None:
                 how = "refusal" if from_refusal else "negated" if named[1] else "hint"
                 return (named[0], TOLD) if u < JUMP[how] else None
+        if self.v.last is None:  # before my first command: no slip (see SLIP_PER_WORD)
+            return None
         share = GROUNDED_SHARE if any(self.grounds(m, "") for m in msgs) else 1.0
         words = sum(count_words(m) for m in msgs)
         if u < min(SLIP_CAP, SLIP_PER_WORD * share * words):
