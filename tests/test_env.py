@@ -148,7 +148,8 @@ def test_packet_observation_is_in_space_and_pickles(env_id: str) -> None:
     "kwargs, fragment",
     [({"split": "dev"}, "split"), ({"batch_size": 0}, "batch_size"), ({"invalid_patch_reward": 0.5}, "invalid_patch_reward"),
      ({"target": "gpt:x"}, "unknown target"), ({"backend": "postgres://x"}, "backend"),
-     ({"executor": "spark"}, "executor"), ({"sandbox_timeout_s": 0}, "sandbox_timeout_s")],
+     ({"executor": "spark"}, "executor"), ({"sandbox_timeout_s": 0}, "sandbox_timeout_s"), ({"progress": "no"}, "progress"),
+     ({"progress": 1}, "progress")],
 )
 def test_bad_kwargs_give_one_line_errors(kwargs: dict, fragment: str) -> None:
     with pytest.raises((ConfigError, ValueError)) as err:

@@ -47,6 +47,8 @@ class EnvConfig:
             raise ConfigError(f"executor={self.executor!r}: expected 'local', 'ray' or 'ray://host:port'")
         if self.heldout_batch_size < 0 or self.retries < 0:
             raise ConfigError("heldout_batch_size and retries must be >= 0")
+        if not isinstance(self.progress, bool):  # "no" or "0" would be truthy: a bar nobody asked for
+            raise ConfigError(f"progress={self.progress!r}: expected True or False")
         if self.metric is not None and self.metric not in METRICS:
             raise ConfigError(f"metric={self.metric!r}: expected one of {list(METRICS)} (or None for the benchmark's default)")
         if self.invalid_patch_reward > 0:
