@@ -202,7 +202,7 @@ def test_a_message_naming_nothing_of_the_room_derails_the_next_command() -> None
 def test_a_message_before_the_first_command_naming_no_command_does_not_derail_it() -> None:
     """Stop 44, the real agent's transcripts of seeds 10-14: under a one-off message shown with the task ("Cabinets
     and drawers start closed: ...", "Put the object into the first receptacle you reach; ...") its first command
-    was one the room lists 90 of 90 times, the one it sends without the message 84 times; the same message after
+    was one the room lists 90 of 90 times, the one it sends without the message 80 times; the same message after
     the first command derails the next one as above. The sim keeps its first command; a command the message
     names is still acted on (the transform tests)."""
     tasks = generator.generate_split("valid_unseen")[:40]
