@@ -12,9 +12,10 @@ from harness_gym.evaluation.benchmarks import get_benchmark
 from harness_gym.evaluation.evaluator import Evaluator
 from harness_gym.harness.patch import parse_patch
 from harness_gym.models.factory import make_backend
+from harness_gym.runtime.context import window
 from harness_gym.benchmarks.alfworld import generator
 from harness_gym.benchmarks.alfworld.sim import (BELIEVE_UNMADE_WALK, CONCEPTS, INTRINSIC, JUMP, SLIP_CAP, SLIP_PER_WORD,
-                                                 TEXT_COST, Persona)
+                                                 TEXT_COST, Persona, View)
 from harness_gym.benchmarks.sim_reading import Advice, count_words
 from harness_gym.types import ToolCall
 
@@ -234,9 +235,38 @@ def test_a_walk_a_hook_replaced_is_taken_as_made() -> None:
     searching = [on for r in b for held, on in unmade(r) if not held]
     holding = [on for r in b for held, on in unmade(r) if held]
     assert len(searching) >= 60 and abs(sum(searching) / len(searching) - BELIEVE_UNMADE_WALK) <= 0.1, (sum(searching), len(searching))
-    assert len(holding) >= 10 and sum(holding) / len(holding) <= 0.4, (sum(holding), len(holding))
+    assert len(holding) >= 10 and sum(holding) / len(holding) <= 0.1, (sum(holding), len(holding))
     assert not any(unmade(x) for x in a)
     assert sum(y.reward - x.reward for x, y in zip(a, b)) / len(tasks) <= -0.08  # the stop-42 sim: -0.045 here
+    for r in b[:20]:  # each walk's draw is its own: a history window that drops old messages keeps its key
+        whole = {key: rec for key, rec, _ in View.read(r.messages).unmade}
+        assert len(whole) == len(View.read(r.messages).unmade)
+        for keep in (3, 8, 20):
+            cut = View.read(window(r.messages, keep)).unmade
+            assert all(whole.get(key) == rec for key, rec, _ in cut), keep
+
+
+def test_under_a_history_window_only_the_first_round_is_spared_the_slip() -> None:
+    """A message naming no command is not acted on before the first command (round 0), and derails later ones
+    whatever the history window keeps: with ``history_window`` 1 no command of the agent's is in view at round 1,
+    which stop 44's sim took for "before the first command", so such a harness never slipped."""
+    tasks = generator.generate_split("valid_unseen")[:40]
+    msg = "Cabinets and drawers start closed: open each one you visit to see what is inside, then decide."
+    hook = 'def hook(ctx, nb):\n    if ctx["step"] in (0, 1):\n        return {"message": ' + repr(msg) + '}\n    return None\n'
+    patch = parse_patch(harness_r1_patch("alfworld", "two hints", {"make_pre_hint": hook}), SPEC.default_harness())
+    narrow = patch.apply(SPEC.default_harness())
+    narrow = narrow.with_files({"config.json": narrow.files["config.json"].replace('"history_window": 0', '"history_window": 1')})
+    assert '"history_window": 1' in narrow.files["config.json"]
+    ev = Evaluator(SPEC, make_backend("sim"), world_backend="local")
+    try:
+        plain, wide, short = ev.evaluate_many([SPEC.default_harness(), patch.apply(SPEC.default_harness()), narrow],
+                                              tasks, list(range(len(tasks))))
+    finally:
+        ev.close()
+    for runs in (wide, short):
+        assert [_sent(y)[0][0] for y in runs] == [_sent(x)[0][0] for x in plain]
+        slipped = sum(cmd.startswith("take ") and obs == "Nothing happens." for cmd, obs in (_sent(y)[1] for y in runs))
+        assert slipped >= 0.5 * min(SLIP_CAP, SLIP_PER_WORD * count_words(msg)) * len(tasks), slipped
 
 
 def _first_commands(message: str, tasks: list) -> list[str]:

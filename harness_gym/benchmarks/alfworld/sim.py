@@ -110,8 +110,8 @@ NEGATION = re.compile(r"\b(?:do not|don't|dont|never|no need to|should not|shoul
                       r"(?:\w+\s+){0,2}?$", re.IGNORECASE)
 # A walk a hook replaced (a forced `look` in place of my `go to`; alf-harmful-force-look, the real agent's transcripts
 # of seeds 10-14, stop 44): searching, the real agent took it as made and went on to the next place 178 of 205 times,
-# so the place it never reached counts as searched; holding the object it resent the walk 21 of 28 times, as the
-# sim does (a place it saw the object at or its destination is not searched for)
+# so the place it never reached counts as searched; holding the object it resent the walk 21 of 28 times, and the
+# sim resends every such walk (a place it saw the object at or its destination is not searched for)
 BELIEVE_UNMADE_WALK = 0.87
 # Before its first command the real agent keeps to its trained opening (stop 44, its transcripts of seeds 10-14): a
 # message there that names no command (no transform, no lamp) derailed none of 90 first commands ("Cabinets and
@@ -203,8 +203,9 @@ class View:
     fresh: list[str] = field(default_factory=list)  # messages (hints, a refusal's message) since my last action
     # (my command, where I arrived, new there) where a take of mine after my first put became a walk (a rewrite)
     walked: list[tuple[str, str, bool]] = field(default_factory=list)
-    # (step index, receptacle) where my `go to` came back as something else than an arrival (a hook replaced it)
-    unmade: list[tuple[int, str]] = field(default_factory=list)
+    # (my call's id, receptacle, holding the object then?) where my `go to` came back as something else than an
+    # arrival (a hook replaced it); keyed by the call, which a history window does not renumber
+    unmade: list[tuple[str, str, bool]] = field(default_factory=list)
 
     @classmethod
     def read(cls, messages: list[Message]) -> View:
@@ -212,7 +213,7 @@ class View:
         head, _, adm = first.partition(_SPLIT)
         view = cls(Tracker.start(head), parse_goal(head), adm.split("\n") if adm else [])
         view.advice = Advice.read(messages, _base_prompt(), ignore=(_NUDGE,))
-        pending = ""
+        pending = call_id = ""
         for msg in messages[2:]:
             role = msg.get("role")
             if role == "user":
@@ -222,10 +223,10 @@ class View:
             if role == "assistant":
                 view.fresh = []
                 calls = msg.get("tool_calls") or []
-                pending = ""
+                pending, call_id = "", ""
                 if calls:
                     call = ToolCall.from_message_call(calls[0])
-                    pending = str(call.arguments.get("action", ""))
+                    pending, call_id = str(call.arguments.get("action", "")), call.id
                 else:
                     view.last = (str(msg.get("content") or ""), "")
             elif role == "user" and view.refusals and not view.refusals[-1][1] and view.last and view.last[1] == NOT_EXECUTED:
@@ -241,7 +242,7 @@ class View:
                     view.admissible = adm.split("\n") if adm else view.admissible
                     seen_before, put_before = set(view.tracker.visited) | set(view.tracker.seen), bool(view.tracker.puts)
                     if pending.startswith("go to ") and not obs.startswith("You arrive at") and obs.strip() != NOTHING:
-                        view.unmade.append((len(view.steps), pending[6:]))
+                        view.unmade.append((call_id or f"step{len(view.steps)}", pending[6:], view.tracker.inventory is not None))
                     view.steps.append((pending, obs))
                     view.last = (pending, obs)
                     if obs.strip() != NOTHING:
@@ -267,8 +268,8 @@ class _Agent:
     def __init__(self, task: AlfTask, persona: Persona, view: View, round_index: int) -> None:
         self.task, self.p, self.v, self.round = task, persona, view, round_index
         self.t = view.tracker
-        for i, rec in view.unmade:  # walks I take as made though a hook replaced them: searched, nothing there
-            if rec != self.t.location and random.Random(f"{persona.seed}:unmade:{i}").random() < BELIEVE_UNMADE_WALK:
+        for key, rec, holding in view.unmade:  # search walks I take as made though a hook replaced them: searched
+            if not holding and rec != self.t.location and random.Random(f"{persona.seed}:unmade:{key}").random() < BELIEVE_UNMADE_WALK:
                 self.t.seen.add(rec)
         g = view.goal
         self.target, self.dest, self.ttype = g["target_type"], g["destination_type"], g["task_type"]
@@ -439,7 +440,7 @@ class _Agent:
             if named is not None:
                 how = "refusal" if from_refusal else "negated" if named[1] else "hint"
                 return (named[0], TOLD) if u < JUMP[how] else None
-        if self.v.last is None:  # before my first command: no slip (see SLIP_PER_WORD)
+        if self.round == 0:  # before my first command: no slip (see SLIP_PER_WORD)
             return None
         share = GROUNDED_SHARE if any(self.grounds(m, "") for m in msgs) else 1.0
         words = sum(count_words(m) for m in msgs)
