@@ -89,6 +89,32 @@ def test_ray_equals_local_and_k_patches_in_one_call(cluster: Any, setup: dict[st
     ev.close()
 
 
+def test_each_version_is_cached_once_its_batch_is_done(cluster: Any, setup: dict[str, Any], local_runs: list[list[Any]]) -> None:
+    """A call stopped after one harness version's batch came back keeps that batch, as the local Evaluator does:
+    rerunning it costs no task (until stop 45 the Ray executor cached only at the end of the call)."""
+    ev = make_evaluator("ray", setup["spec"], make_backend("sim"), world_backend="sqlite", max_in_flight=1,
+                        episodes_per_task=len(setup["tasks"]))
+    collect, seen = ev._collect, []
+
+    def stop_at_the_second(ref: Any, harness: Any, tasks: list[Any], seeds: list[int]) -> list[Any]:
+        seen.append(harness.version)
+        if len(seen) == 2:
+            raise KeyboardInterrupt  # the user stops the call while the second version runs
+        return collect(ref, harness, tasks, seeds)
+
+    ev._collect = stop_at_the_second
+    with pytest.raises(KeyboardInterrupt):
+        ev.evaluate_many(setup["harnesses"][:2], setup["tasks"], setup["seeds"])
+    ev._collect = collect
+    assert seen == [h.version for h in setup["harnesses"][:2]]
+    before = ev.tasks_submitted
+    assert _view(ev.evaluate(setup["harnesses"][0], setup["tasks"], setup["seeds"])) == _view(local_runs[0])
+    assert ev.tasks_submitted == before, "the finished version should come from the cache"
+    assert _view(ev.evaluate(setup["harnesses"][1], setup["tasks"], setup["seeds"])) == _view(local_runs[1])
+    assert ev.tasks_submitted == before + 1
+    ev.close()
+
+
 def _crash_once_spec(spec: Any, marker: str) -> Any:
     inner = spec.world_factory
 

@@ -182,6 +182,8 @@ class RayEvaluator:
         slots: dict[tuple[str, int], list[EpisodeResult]] = {}
         pending: dict[Any, tuple[str, int, int]] = {}
         queue = list(jobs)
+        left = {key: sum(1 for k, _, _ in jobs if k == key) for key in todo}  # chunks still out, per version
+        out: dict[str, list[EpisodeResult]] = {}
         bar = progress_bar(self.progress, len(todo) * len(tasks), f"{self.spec.name} on {self.config.target_name} (ray)")
         try:
             while queue or pending:
@@ -195,13 +197,13 @@ class RayEvaluator:
                     key, lo, hi = pending.pop(ref)
                     slots[(key, lo)] = self._collect(ref, todo[key], tasks[lo:hi], seeds[lo:hi])
                     bar.update(hi - lo)
+                    left[key] -= 1
+                    if not left[key]:  # cached as soon as this version's batch is done, as the Evaluator does
+                        out[key] = [r for (k, _), rs in sorted(slots.items(), key=lambda x: x[0][1]) if k == key for r in rs]
+                        if store:
+                            self.cache.put(key, out[key])
         finally:
             bar.close()
-        out: dict[str, list[EpisodeResult]] = {}
-        for key in todo:
-            out[key] = [r for (k, lo), rs in sorted(slots.items(), key=lambda x: x[0][1]) if k == key for r in rs]
-            if store:
-                self.cache.put(key, out[key])
         return out
 
     def _collect(self, ref: Any, harness: Harness, tasks: list[Any], seeds: list[int]) -> list[EpisodeResult]:
