@@ -112,6 +112,7 @@ def test_each_version_is_cached_once_its_batch_is_done(cluster: Any, setup: dict
     assert ev.tasks_submitted == before, "the finished version should come from the cache"
     assert _view(ev.evaluate(setup["harnesses"][1], setup["tasks"], setup["seeds"])) == _view(local_runs[1])
     assert ev.tasks_submitted == before + 1
+    assert ev.evaluate_many(setup["harnesses"], [], []) == [[], [], []]  # no tasks: every version's batch is empty
     ev.close()
 
 

@@ -183,7 +183,10 @@ class RayEvaluator:
         pending: dict[Any, tuple[str, int, int]] = {}
         queue = list(jobs)
         left = {key: sum(1 for k, _, _ in jobs if k == key) for key in todo}  # chunks still out, per version
-        out: dict[str, list[EpisodeResult]] = {}
+        out: dict[str, list[EpisodeResult]] = {key: [] for key, n in left.items() if not n}  # no tasks: no chunks
+        if store:
+            for key, results in out.items():
+                self.cache.put(key, results)
         bar = progress_bar(self.progress, len(todo) * len(tasks), f"{self.spec.name} on {self.config.target_name} (ray)")
         try:
             while queue or pending:

@@ -96,7 +96,7 @@ async def run_episode(
         request = ChatRequest(
             messages=window(messages, keep_last), tools=tools, sampling=sampling,
             seed=derive_seed(seed, result.task_identity, step), knowledge=task,
-            meta={"benchmark": "alfworld", "round": step, "episode_seed": seed},
+            meta={"benchmark": "alfworld", "round": step, "episode_seed": seed, "executed": len(state.actions)},
         )
         reply = clean_reply(await submit(request))
         messages.append(reply)

@@ -259,14 +259,17 @@ def respond(request: ChatRequest) -> Message:
     seed = int(request.meta.get("episode_seed", 0))
     view = View.read(request.messages)
     view.advice.read_tools(request.tools, Path(__file__).parent / "harness")
-    agent = _Agent(task, Persona.draw(task, seed), view, int(request.meta.get("round", 0)))
+    agent = _Agent(task, Persona.draw(task, seed), view, int(request.meta.get("round", 0)),
+                   int(request.meta.get("executed", 0)))
     view.advice.vocab, view.advice.ground, view.advice.against = VOCAB, agent.grounds, AGAINST
     return agent.act()
 
 
 class _Agent:
-    def __init__(self, task: AlfTask, persona: Persona, view: View, round_index: int) -> None:
+    def __init__(self, task: AlfTask, persona: Persona, view: View, round_index: int, executed: int = 0) -> None:
         self.task, self.p, self.v, self.round = task, persona, view, round_index
+        # commands the world executed so far in this episode: more than are in view under a history window
+        self.executed = max(executed, len(view.steps))
         self.t = view.tracker
         for key, rec, holding in view.unmade:  # search walks I take as made though a hook replaced them: searched
             if not holding and rec != self.t.location and random.Random(f"{persona.seed}:unmade:{key}").random() < BELIEVE_UNMADE_WALK:
@@ -398,11 +401,12 @@ class _Agent:
     def _stuck(self) -> bool:
         """Does standing text the default harness never showed have this episode stuck by now? With p
         ``Advice.distraction`` (``TEXT_COST``) an episode resends its last executed command from a drawn
-        step on (``STUCK_AFTER``), as the real agent did — a second ``heat`` after heating, a ``go to`` where it
-        stood — until the repeat rule ends it; an episode that finishes sooner is not hurt."""
+        step on (``STUCK_AFTER``, counted over the whole episode, not only the steps a history window leaves in
+        view), as the real agent did — a second ``heat`` after heating, a ``go to`` where it stood — until the repeat
+        rule ends it; an episode that finishes sooner is not hurt."""
         if not self.v.steps or self.p.u["distraction"] >= self.v.advice.distraction(CONCEPTS, TEXT_COST):
             return False
-        return len(self.v.steps) >= random.Random(f"{self.p.seed}:stuck").randrange(*STUCK_AFTER)
+        return self.executed >= random.Random(f"{self.p.seed}:stuck").randrange(*STUCK_AFTER)
 
     def _instead(self, refused: str) -> tuple[str, str]:
         """Something else admissible than a command refused twice: another receptacle, the next place to search."""
