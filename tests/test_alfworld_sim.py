@@ -14,8 +14,8 @@ from harness_gym.harness.patch import parse_patch
 from harness_gym.models.factory import make_backend
 from harness_gym.runtime.context import window
 from harness_gym.benchmarks.alfworld import generator
-from harness_gym.benchmarks.alfworld.sim import (BELIEVE_UNMADE_WALK, CONCEPTS, INTRINSIC, JUMP, SLIP_CAP, SLIP_PER_WORD,
-                                                 TEXT_COST, Persona, View)
+from harness_gym.benchmarks.alfworld.sim import (ABANDON_REPLACED_TAKE, BELIEVE_UNMADE_WALK, CONCEPTS, INTRINSIC, JUMP,
+                                                 SLIP_CAP, SLIP_PER_WORD, TEXT_COST, Persona, View)
 from harness_gym.benchmarks.sim_reading import Advice, count_words
 from harness_gym.types import ToolCall
 
@@ -220,7 +220,8 @@ def test_a_walk_a_hook_replaced_is_taken_as_made() -> None:
     agent, searching, took a `go to` answered by the look's observation as made and went on to the next place 178 of
     205 times; holding the object it resent the walk 21 of 28. It lost -0.16 on seeds 10-14, where the stop-42 sim,
     resending every time, lost -0.04. The sim takes a search walk as made with p BELIEVE_UNMADE_WALK; without the
-    hook no walk is ever unmade."""
+    hook no walk is ever unmade. A `take` the look replaced was resent 46 of 88 times (seeds 10-15, stop 45); the
+    sim moves on from one with p ABANDON_REPLACED_TAKE."""
     tasks = generator.generate_split("valid_unseen")
     hook = 'def hook(ctx, nb):\n    if ctx["step"] % 2 == 0:\n        return {"type": "force_action", "action": "look"}\n    return None\n'
     a, b = _run(harness_r1_patch("alfworld", "force look", {"on_post_step": hook}), tasks, list(range(len(tasks))))
@@ -237,7 +238,16 @@ def test_a_walk_a_hook_replaced_is_taken_as_made() -> None:
     assert len(searching) >= 60 and abs(sum(searching) / len(searching) - BELIEVE_UNMADE_WALK) <= 0.1, (sum(searching), len(searching))
     assert len(holding) >= 10 and sum(holding) / len(holding) <= 0.1, (sum(holding), len(holding))
     assert not any(unmade(x) for x in a)
-    assert sum(y.reward - x.reward for x, y in zip(a, b)) / len(tasks) <= -0.08  # the stop-42 sim: -0.045 here
+
+    def untaken(r) -> list[bool]:  # per `take` of mine answered by neither a pickup nor a walk: resent?
+        s = _sent(r)
+        return [nxt == cmd for (cmd, obs), (nxt, _) in zip(s, s[1:]) if cmd.startswith("take ")
+                and not obs.startswith(("You pick up", "You arrive at")) and obs.strip() != "Nothing happens."]
+    resent = [x for r in b for x in untaken(r)]  # stop 45: the real agent resent 46 of 88 (seeds 10-15)
+    assert len(resent) >= 60 and abs(sum(resent) / len(resent) - (1 - ABANDON_REPLACED_TAKE)) <= 0.1, (sum(resent), len(resent))
+    assert not any(untaken(x) for x in a)
+    # the real agent lost -0.233 over seeds 10-15; the stop-42 sim -0.045 here, stop 45's -0.097
+    assert sum(y.reward - x.reward for x, y in zip(a, b)) / len(tasks) <= -0.11
     checked = 0
     for r in b[:20]:  # each walk's draw is its own: a history window that drops old messages keeps its key
         whole = {key: rec for key, rec, _ in View.read(r.messages).unmade}

@@ -113,6 +113,10 @@ NEGATION = re.compile(r"\b(?:do not|don't|dont|never|no need to|should not|shoul
 # so the place it never reached counts as searched; holding the object it resent the walk 21 of 28 times, and the
 # sim resends every such walk (a place it saw the object at or its destination is not searched for)
 BELIEVE_UNMADE_WALK = 0.87
+# A `take` a hook replaced (the same forced look; stop 45, the real agent's transcripts of seeds 10-15, seed 15 held
+# out when it was read): the real agent resent it 46 of 88 times and moved on the other 42, leaving the object where
+# it was; the sim resent every one before. It moves on with this p, the object no longer believed there
+ABANDON_REPLACED_TAKE = 0.48
 # Before its first command the real agent keeps to its trained opening (stop 44, its transcripts of seeds 10-14): a
 # message there that names no command (no transform, no lamp) derailed none of 90 first commands ("Cabinets and
 # drawers start closed: ...", "Put the object into the first receptacle you reach; ..."), so the slip below starts
@@ -206,6 +210,8 @@ class View:
     # (my call's id, receptacle, holding the object then?) where my `go to` came back as something else than an
     # arrival (a hook replaced it); keyed by the call, which a history window does not renumber
     unmade: list[tuple[str, str, bool]] = field(default_factory=list)
+    # (my call's id, object, receptacle) where my `take` came back as something else than a pickup or a walk
+    untaken: list[tuple[str, str, str]] = field(default_factory=list)
 
     @classmethod
     def read(cls, messages: list[Message]) -> View:
@@ -243,6 +249,9 @@ class View:
                     seen_before, put_before = set(view.tracker.visited) | set(view.tracker.seen), bool(view.tracker.puts)
                     if pending.startswith("go to ") and not obs.startswith("You arrive at") and obs.strip() != NOTHING:
                         view.unmade.append((call_id or f"step{len(view.steps)}", pending[6:], view.tracker.inventory is not None))
+                    taken = re.match(r"take (.+?) from (.+)$", pending)
+                    if taken and not obs.startswith(("You pick up", "You arrive at")) and obs.strip() != NOTHING:
+                        view.untaken.append((call_id or f"step{len(view.steps)}", taken.group(1), taken.group(2)))
                     view.steps.append((pending, obs))
                     view.last = (pending, obs)
                     if obs.strip() != NOTHING:
@@ -273,6 +282,11 @@ class _Agent:
         self.t = view.tracker
         for key, rec, holding in view.unmade:  # search walks I take as made though a hook replaced them: searched
             if not holding and rec != self.t.location and random.Random(f"{persona.seed}:unmade:{key}").random() < BELIEVE_UNMADE_WALK:
+                self.t.seen.add(rec)
+        for key, obj, rec in view.untaken:  # takes I give up on though a hook replaced them: not there, I believe
+            if self.t.inventory != obj and random.Random(f"{persona.seed}:untaken:{key}").random() < ABANDON_REPLACED_TAKE:
+                if self.t.object_at.get(obj) == rec:
+                    del self.t.object_at[obj]
                 self.t.seen.add(rec)
         g = view.goal
         self.target, self.dest, self.ttype = g["target_type"], g["destination_type"], g["task_type"]
