@@ -247,14 +247,18 @@ class View:
                     obs, _, adm = text.partition(_SPLIT)
                     view.admissible = adm.split("\n") if adm else view.admissible
                     seen_before, put_before = set(view.tracker.visited) | set(view.tracker.seen), bool(view.tracker.puts)
-                    if pending.startswith("go to ") and not obs.startswith("You arrive at") and obs.strip() != NOTHING:
-                        view.unmade.append((call_id or f"step{len(view.steps)}", pending[6:], view.tracker.inventory is not None))
+                    # a command that came back as neither "Nothing happens." nor an arrival was replaced by a hook
+                    # unless it came back as its own pickup; the draw on what I make of it is keyed by my call
+                    nothing, key = obs.strip() == NOTHING, call_id or f"step{len(view.steps)}"
+                    replaced = not nothing and not obs.startswith("You arrive at")
                     taken = re.match(r"take (.+?) from (.+)$", pending)
-                    if taken and not obs.startswith(("You pick up", "You arrive at")) and obs.strip() != NOTHING:
-                        view.untaken.append((call_id or f"step{len(view.steps)}", taken.group(1), taken.group(2)))
+                    if replaced and pending.startswith("go to "):
+                        view.unmade.append((key, pending[6:], view.tracker.inventory is not None))
+                    elif replaced and taken and not obs.startswith("You pick up"):
+                        view.untaken.append((key, taken.group(1), taken.group(2)))
                     view.steps.append((pending, obs))
                     view.last = (pending, obs)
-                    if obs.strip() != NOTHING:
+                    if not nothing:
                         view.tracker.update(pending, obs)
                     loc = view.tracker.location
                     if put_before and obs.startswith("You arrive at") and pending.startswith("take ") and loc:
