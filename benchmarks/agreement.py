@@ -254,17 +254,22 @@ def rollouts_dir(score_out: Path, target: str) -> Path | None:
     sim or a sim stand-in, which replays in seconds and whose stand-ins share the env target ``sim``."""
     if target.startswith("sim"):
         return None
-    return score_out.with_name(score_out.stem.replace("scores_", "rollouts_", 1)) / _code_hash()
+    return score_out.with_name(score_out.stem.replace("scores_", "rollouts_", 1)) / _code_hash(sims=False)
 
 
-def _code_hash() -> str:
-    """The package's code (every ``harness_gym`` .py file), 12 hex: what a sim's rows and a real target's
-    kept rollouts are keyed by."""
+# the simulated targets' own code: it plays no part in a real target's episodes
+SIM_FILES = ("sim.py", "sim_reading.py")
+
+
+def _code_hash(sims: bool = True) -> str:
+    """The package's code (every ``harness_gym`` .py file), 12 hex: what a sim's rows are keyed by. A real target's
+    kept rollouts are keyed by it less the sims' files (``sims=False``), so a sim change keeps a real batch resumable."""
     import hashlib
 
     h = hashlib.sha256()
     for f in sorted((ROOT / "harness_gym").rglob("*.py")):
-        h.update(f.relative_to(ROOT).as_posix().encode() + b"\0" + f.read_bytes())
+        if sims or f.name not in SIM_FILES:
+            h.update(f.relative_to(ROOT).as_posix().encode() + b"\0" + f.read_bytes())
     return h.hexdigest()[:12]
 
 

@@ -359,7 +359,7 @@ def test_parts_of_a_batch_share_one_baseline_through_the_kept_rollouts(tmp_path:
     assert ag.rollouts_dir(tmp_path / "scores_dbbench_b.json", "sim") is None
     assert ag.rollouts_dir(tmp_path / "scores_dbbench_b.json", "sim:flaws=off") is None
     where = ag.rollouts_dir(tmp_path / "scores_dbbench_b.json", "smol:dbbench?engine=vllm")
-    assert where is not None and where.parent == tmp_path / "rollouts_dbbench_b" and where.name == ag._code_hash()
+    assert where is not None and where.parent == tmp_path / "rollouts_dbbench_b" and where.name == ag._code_hash(sims=False)
     panel = ag.build_panel("dbbench", ["noop@packet1000", "db-hint-cast", "db-guard-bounded-1"])
     texts = [p["text"] for p in panel]
     capsys.readouterr()
@@ -375,3 +375,24 @@ def test_parts_of_a_batch_share_one_baseline_through_the_kept_rollouts(tmp_path:
     again = ag.score("dbbench", "sim", texts[:2], 1, {})  # no kept rollouts: the same rows
     assert [first[ag._text_sha(t)] for t in texts[:2]] == [again[ag._text_sha(t)] for t in texts[:2]]
     assert second[ag._text_sha(texts[2])][0]["valid"]
+
+
+def test_a_real_targets_rollouts_key_ignores_the_sims_code_and_nothing_else(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Editing a sim (which a real target's episodes never run) keeps a real batch's kept rollouts; editing any
+    other package file, or the sim for a sim's own rows, starts afresh."""
+    pkg = tmp_path / "harness_gym"
+    files = {"runtime/episode.py": "a = 1\n", "benchmarks/alfworld/sim.py": "b = 1\n", "benchmarks/sim_reading.py": "c = 1\n",
+             "models/sim.py": "d = 1\n", "benchmarks/alfworld/simulate.py": "e = 1\n"}
+    for name, text in files.items():
+        (pkg / name).parent.mkdir(parents=True, exist_ok=True)
+        (pkg / name).write_text(text)
+    monkeypatch.setattr(ag, "ROOT", tmp_path)
+    real, sim = ag._code_hash(sims=False), ag._code_hash()
+    for name in ("benchmarks/alfworld/sim.py", "benchmarks/sim_reading.py", "models/sim.py"):
+        (pkg / name).write_text((pkg / name).read_text() + "# tuned\n")
+        assert ag._code_hash(sims=False) == real and ag._code_hash() != sim, name
+        sim = ag._code_hash()
+    for name in ("runtime/episode.py", "benchmarks/alfworld/simulate.py"):
+        (pkg / name).write_text((pkg / name).read_text() + "# changed\n")
+        assert ag._code_hash(sims=False) != real, name
+        real = ag._code_hash(sims=False)
