@@ -268,7 +268,7 @@ def _code_hash(sims: bool = True) -> str:
 
     h = hashlib.sha256()
     for f in sorted((ROOT / "harness_gym").rglob("*.py")):
-        if sims or f.name not in SIM_FILES:
+        if sims or f.name not in SIM_FILES:  # exact names: a file merely ending in "sim.py" counts
             h.update(f.relative_to(ROOT).as_posix().encode() + b"\0" + f.read_bytes())
     return h.hexdigest()[:12]
 

@@ -382,7 +382,7 @@ def test_a_real_targets_rollouts_key_ignores_the_sims_code_and_nothing_else(tmp_
     other package file, or the sim for a sim's own rows, starts afresh."""
     pkg = tmp_path / "harness_gym"
     files = {"runtime/episode.py": "a = 1\n", "benchmarks/alfworld/sim.py": "b = 1\n", "benchmarks/sim_reading.py": "c = 1\n",
-             "models/sim.py": "d = 1\n", "benchmarks/alfworld/simulate.py": "e = 1\n"}
+             "models/sim.py": "d = 1\n", "benchmarks/alfworld/simulate.py": "e = 1\n", "harness/oversim.py": "f = 1\n"}
     for name, text in files.items():
         (pkg / name).parent.mkdir(parents=True, exist_ok=True)
         (pkg / name).write_text(text)
@@ -392,7 +392,7 @@ def test_a_real_targets_rollouts_key_ignores_the_sims_code_and_nothing_else(tmp_
         (pkg / name).write_text((pkg / name).read_text() + "# tuned\n")
         assert ag._code_hash(sims=False) == real and ag._code_hash() != sim, name
         sim = ag._code_hash()
-    for name in ("runtime/episode.py", "benchmarks/alfworld/simulate.py"):
+    for name in ("runtime/episode.py", "benchmarks/alfworld/simulate.py", "harness/oversim.py"):
         (pkg / name).write_text((pkg / name).read_text() + "# changed\n")
         assert ag._code_hash(sims=False) != real, name
         real = ag._code_hash(sims=False)
