@@ -358,6 +358,12 @@ _SLOW = "    return {'message': str(sum(range(10 ** 11)))}\n"  # C-level work: o
 # blocks every action, so the episode runs to its round limit and the slow hooks run every round
 _BLOCK = "    return {'type': 'block_and_prompt', 'message': 'Not yet; look at the table again.'}\n"
 _SLOW_MODULE = f"def make_pre_hint(ctx, nb):\n{_SLOW}\ndef on_before_action(ctx, nb):\n{_BLOCK}"
+_IDLE_MODULE = "".join(f"def {point}(ctx, nb):\n    return None\n" for point in ("make_pre_hint", "on_before_action", "on_post_step"))
+
+
+def _idle_module(i: int) -> str:
+    """Distinct code, so each module needs a worker of its own (one code identity per worker)."""
+    return f'"""idle module {i}"""\n{_IDLE_MODULE}'
 
 
 def _new_file(path: str, text: str) -> str:
@@ -374,6 +380,10 @@ SLOW_PATCHES = {
         {"type": "add_code_hook", "hook": "on_before_action", "code": "def hook(ctx, nb):\n" + _BLOCK}]}) + "</patch>",
     # a diff creating many hook files, each slow every round
     "diff_many_files": "".join(_new_file(f"hooks/{i:02d}_module.py", _SLOW_MODULE) for i in range(1, 17)),
+    # more fast hook files than the pool keeps warm: every call starts a worker (~0.2 s), which the
+    # call's own time (microseconds) would never show; the starts are charged to the episode's budget
+    "diff_many_fast_files": _new_file("hooks/00_block.py", f"def on_before_action(ctx, nb):\n{_BLOCK}") + "".join(
+        _new_file(f"hooks/{i:02d}_idle.py", _idle_module(i)) for i in range(1, 41)),
 }
 
 

@@ -130,7 +130,7 @@ def test_worker_environment_is_scrubbed_and_limited(pool: SandboxPool, monkeypat
         pytest.skip("needs /proc")
     environ = [e for e in proc.joinpath("environ").read_bytes().split(b"\0") if e]
     # bwrap sets PWD after --clearenv; nothing else may reach the worker
-    assert [e for e in environ if not e.startswith(b"PWD=")] == [b"PATH=/usr/bin:/bin"], environ
+    assert sorted(e for e in environ if not e.startswith(b"PWD=")) == [b"PATH=/usr/bin:/bin", b"PYTHONHASHSEED=0"], environ
     assert os.listdir(proc / "cwd") == []  # through the magic link: the worker's own (empty) cwd
     limits = proc.joinpath("limits").read_text()
     assert any(line.startswith("Max address space") and "1073741824" in line for line in limits.splitlines())
@@ -159,8 +159,8 @@ def test_worker_builtins_are_exactly_the_safe_ones() -> None:
 
 
 def test_worker_protocol_over_a_real_process() -> None:
-    proc = subprocess.Popen([sys.executable, "-I", "-S", "-B", str(WORKER_PATH), str(POLICY_PATH)],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env={"PATH": "/usr/bin:/bin"})
+    proc = subprocess.Popen([sys.executable, *iso_mod.PYTHON_FLAGS, str(WORKER_PATH), str(POLICY_PATH)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=dict(iso_mod.WORKER_ENV))
     try:
         assert proc.stdout is not None and proc.stdin is not None
         ready = json.loads(proc.stdout.readline())
@@ -276,7 +276,7 @@ def _run_inside(iso: iso_mod.Isolation, *paths: str, try_write: bool = False) ->
     listener.listen(1)
     listener.setblocking(False)
     try:
-        cmd = list(iso.prefix) + [iso_mod.python_executable(), "-I", "-S", "-B", "-c", _OS_CHECK,
+        cmd = list(iso.prefix) + [iso_mod.python_executable(), *iso_mod.PYTHON_FLAGS, "-c", _OS_CHECK,
                                   str(listener.getsockname()[1]), "try-write" if try_write else "-", *paths]
         out = subprocess.run(cmd, capture_output=True, env=dict(iso_mod.WORKER_ENV), cwd="/", timeout=30, check=True)
         with pytest.raises(BlockingIOError):
@@ -316,9 +316,35 @@ def test_each_isolation_level_runs_hooks_and_says_what_is_active(level: str) -> 
         assert ("bwrap" in layers) == (level == "bwrap")
         assert ("netns-no-network" in layers) == (level != "process")
         (pid,) = p.pids()
-        assert Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[1:3] == [b"-I", b"-S"]  # the interpreter, not bwrap
+        assert Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[1:3] == [b"-P", b"-s"]  # the interpreter, not bwrap
     finally:
         run(p.close())
+
+
+_WORDS = ("alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta")
+
+
+@pytest.mark.parametrize("level", ["bwrap", "unshare", "process"])
+def test_set_order_is_the_same_in_every_worker(level: str) -> None:
+    """A hook that iterates a set of strings must see one order in every worker, or one patch on one
+    batch scores differently from run to run and a verifier's rerun differs from the submission:
+    string hashing is seeded (PYTHONHASHSEED=0), not randomized per process."""
+    _available(level)
+    code = hook(f"return {{'type': 'inject_hint', 'message': ' '.join(list({set(_WORDS)!r}))}}")
+    p = SandboxPool(workers=1, call_timeout_s=TIMEOUT, isolation=level, max_idle=0)  # a fresh worker per call
+    try:
+        orders = {run(call(p, code)).value["message"] for _ in range(6)}
+    finally:
+        run(p.close())
+    seeded = subprocess.run([sys.executable, "-c", f"print(' '.join(list({set(_WORDS)!r})))"], env={"PYTHONHASHSEED": "0"},
+                            capture_output=True, text=True, check=True).stdout.strip()
+    assert orders == {seeded}, orders
+
+
+def test_a_worker_with_randomized_hashing_refuses_to_start() -> None:
+    out = subprocess.run([sys.executable, "-I", "-S", "-B", str(WORKER_PATH), str(POLICY_PATH)], stdin=subprocess.DEVNULL,
+                         capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"}, timeout=30)
+    assert out.returncode == 3 and "PYTHONHASHSEED=0" in json.loads(out.stdout.splitlines()[0])["error"]
 
 
 def test_unknown_isolation_level_is_a_clear_error() -> None:

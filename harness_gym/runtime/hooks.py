@@ -30,8 +30,10 @@ ALLOWED_KINDS = {
 
 
 class HookBudget:
-    """The sandbox time an episode's hook calls may still take (``CallResult.elapsed_s``: the
-    worker's own time per call, so waiting behind other episodes' or patches' calls costs nothing)."""
+    """The sandbox time an episode's hook calls may still take (``CallResult.elapsed_s``: per call, the
+    start of a worker when the call needed a new one plus the worker's own time, so a harness of more
+    hook modules than the pool keeps warm pays for its restarts, and waiting behind other episodes'
+    or patches' calls costs nothing)."""
 
     def __init__(self, seconds: float) -> None:
         self.total = self.left = float(seconds)

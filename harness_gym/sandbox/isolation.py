@@ -51,7 +51,14 @@ WORKER_PATH = Path(__file__).resolve().with_name("worker.py")
 POLICY_PATH = Path(__file__).resolve().parent.parent / "harness" / "policy.py"
 LEVELS = ("bwrap", "unshare", "process")
 ENV_VAR = "HARNESS_GYM_SANDBOX"
-WORKER_ENV = {"PATH": "/usr/bin:/bin"}
+# The worker's whole environment. PYTHONHASHSEED fixes str/bytes hashing, so a hook that iterates
+# a set of strings sees one order in every worker and every rerun: with randomized hashing the same
+# patch on the same batch could score differently from run to run (and a verifier's rerun differ
+# from a submitter's). ``-I`` would ignore it (it implies ``-E``); ``-P -s`` keep the rest of
+# isolated mode (no script directory on sys.path, no user site), and the environment is scrubbed to
+# exactly this dict, so no other PYTHON* variable reaches the worker.
+WORKER_ENV = {"PATH": "/usr/bin:/bin", "PYTHONHASHSEED": "0"}
+PYTHON_FLAGS = ("-P", "-s", "-S", "-B")
 NOBODY = "65534"
 INNER_DIR = "/sandbox"
 PROBE_TIMEOUT_S = 10.0
@@ -90,11 +97,11 @@ class Isolation:
         prefix = list(self.prefix)
         if info_fd is not None and self.level == "bwrap":
             prefix[1:1] = ["--info-fd", str(info_fd)]
-        return prefix + [python, "-I", "-S", "-B", *self.worker_args()]
+        return prefix + [python, *PYTHON_FLAGS, *self.worker_args()]
 
 
 def python_executable() -> str:
-    """The real interpreter (a venv's ``bin/python`` is a link; ``-I -S`` needs no venv)."""
+    """The real interpreter (a venv's ``bin/python`` is a link; ``-s -S`` needs no venv)."""
     return os.path.realpath(sys.executable)
 
 
@@ -132,7 +139,7 @@ def _bwrap_prefix(bwrap: str, python: str, root: bool) -> tuple[str, ...]:
              "--ro-bind", str(WORKER_PATH), f"{INNER_DIR}/worker.py",
              "--ro-bind", str(POLICY_PATH), f"{INNER_DIR}/policy.py",
              "--dev", "/dev", "--remount-ro", "/dev", "--tmpfs", "/tmp", "--remount-ro", "/tmp",
-             "--remount-ro", "/", "--chdir", "/tmp", "--clearenv", "--setenv", "PATH", WORKER_ENV["PATH"], "--"]
+             "--remount-ro", "/", "--chdir", "/tmp", "--clearenv", *(a for k, v in WORKER_ENV.items() for a in ("--setenv", k, v)), "--"]
     return tuple(args)
 
 
@@ -193,7 +200,7 @@ def _probe(candidate: Isolation, python: str, cwd: str, extra_dirs: tuple[str, .
         listener.bind(("127.0.0.1", 0))
         listener.listen(1)
         port = listener.getsockname()[1]
-        cmd = list(candidate.prefix) + [python, "-I", "-S", "-B", *candidate.worker_args(), "--probe", str(port), str(os.getpid()), *extra_dirs,
+        cmd = list(candidate.prefix) + [python, *PYTHON_FLAGS, *candidate.worker_args(), "--probe", str(port), str(os.getpid()), *extra_dirs,
                                                                                  *(f"--peer={pid}" for pid in peers)]
         try:
             done = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, cwd=cwd, env=dict(WORKER_ENV),

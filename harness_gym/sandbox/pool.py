@@ -1,8 +1,8 @@
 """A pool of sandbox worker processes that run hook entries for the runtime.
 
 Patch code never runs in this process. Each worker is a fresh interpreter
-(``python -I -S -B worker.py``, exec'd — never forked from a process holding worlds,
-scores or gold data) with an empty environment, no inherited file descriptors and lowered
+(``python -P -s -S -B worker.py``, exec'd — never forked from a process holding worlds,
+scores or gold data) with an empty environment (but a fixed ``PYTHONHASHSEED``), no inherited file descriptors and lowered
 rlimits, started under the strongest OS isolation this machine allows (``isolation.py``:
 bubblewrap namespaces with a read-only, host-file-free filesystem and no network; else a
 network namespace; else a plain process), and never as root: the worker drops to uid
@@ -72,7 +72,8 @@ class CallResult:
     value: Any
     nb: dict
     error: str | None = None
-    elapsed_s: float = 0.0  # how long the worker had the call (not the wait for a free slot, not a worker's start)
+    elapsed_s: float = 0.0  # the call's own sandbox time: a worker's start when it needed one, then the call
+    # (not the wait for a free slot, which other episodes' calls cause)
 
 
 @dataclass(eq=False)
@@ -186,20 +187,24 @@ class SandboxPool:
         }
         sem = self._semaphore()
         async with sem:
+            began = time.monotonic()
             worker = await self._acquire(sha)
+            # A worker started for this call is charged to it: a harness of many hook modules that keeps
+            # evicting idle workers (``max_idle``) would otherwise spend minutes an episode unbudgeted.
             started = time.monotonic()
             try:
                 reply = await asyncio.wait_for(self._exchange(worker, request, code), self.call_timeout_s)
             except asyncio.TimeoutError:
                 self._discard(worker)
-                return CallResult(False, None, nb, f"timeout after {self.call_timeout_s:g}s", self.call_timeout_s)
+                return CallResult(False, None, nb, f"timeout after {self.call_timeout_s:g}s",
+                                  started - began + self.call_timeout_s)
             except _WorkerDied as exc:
                 self._discard(worker)
-                return CallResult(False, None, nb, one_line(f"worker crashed ({exc})"), time.monotonic() - started)
+                return CallResult(False, None, nb, one_line(f"worker crashed ({exc})"), time.monotonic() - began)
             except BaseException:
                 self._discard(worker)
                 raise
-            elapsed = time.monotonic() - started
+            elapsed = time.monotonic() - began
             self._release(worker, reply)
         result = self._result(reply, nb)
         result.elapsed_s = elapsed

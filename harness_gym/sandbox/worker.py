@@ -1,7 +1,7 @@
 """Sandbox worker: runs patch hook code in a clean, limited subprocess.
 
-Started by ``pool.py`` as ``python -I -S -B worker.py <policy.py> [--drop] [--readonly]`` with an empty
-environment, in an empty temporary directory. It imports only the standard library and
+Started by ``pool.py`` as ``python -P -s -S -B worker.py <policy.py> [--drop] [--readonly]`` with an empty
+environment but ``PYTHONHASHSEED=0`` (string hashing, hence set order, is the same in every worker), in an empty temporary directory. It imports only the standard library and
 ``harness_gym/harness/policy.py`` (loaded by path), never the ``harness_gym`` package.
 
 Least privilege, before any request is read (``drop_privileges``): everything the worker
@@ -536,6 +536,12 @@ def main(argv: list[str] | None = None) -> int:
     policy = _load_policy(argv[0])
     flags = argv[1:]
     to_nobody = "--drop" in flags
+    if sys.flags.hash_randomization:
+        # set iteration order would differ from worker to worker, and a rerun from its original
+        sys.stdout.write(json.dumps({"status": "error", "error": "string hashing is randomized: start the worker "
+                                     "with PYTHONHASHSEED=0 and without -I/-E (isolation.PYTHON_FLAGS)"}) + "\n")
+        sys.stdout.flush()
+        return 3
     # Everything later requests need is imported now: after the drop the interpreter's own
     # files may be out of reach (a 0700 home), and nothing is imported on a hook's behalf.
     import resource  # noqa: F401
