@@ -288,16 +288,18 @@ class _Agent:
         return self._commit([], "I cannot do better than this.")
 
     # SQL the agent would write now, given which flaws are still active
-    def planned_sql(self) -> str:
+    def planned_sql(self, values_checked: bool = False) -> str:
+        """``values_checked``: the agent has just looked the stored values up again, which mends the
+        way it wrote a value (paraphrased, or in another case) and nothing else."""
         sql = self.ref
         if "misread_question" in self.flaws and not self.task.is_mutation:
             sql = _misread(sql, self.task, self.p.u["misread"])
         if self.has("numbers_as_text", "numeric_cast") and not self.follows("numeric_cast"):
             sql = strip_casts(sql)
-        if "paraphrased_value" in self.flaws and not self.follows("check_empty") \
+        if "paraphrased_value" in self.flaws and not self.follows("check_empty") and not values_checked \
                 and (self.told_against("check_empty") or not self._fixed_empty()):
             sql = paraphrase_literal(sql)
-        if "wrong_value_format" in self.flaws and not self.follows("inspect_format"):
+        if "wrong_value_format" in self.flaws and not self.follows("inspect_format") and not values_checked:
             sql = reformat_value(sql)
         if self.has("unquoted_identifiers", "quote_identifiers") and not self.follows("quote_identifiers") \
                 and not self._fixed_error():
@@ -332,8 +334,12 @@ class _Agent:
             nxt = self.planned_sql()
             if nxt != query:
                 return self._sql(nxt, "No rows matched; the stored value may be written differently.")
-            if h.commits_blocked and self.follows("check_empty"):
-                return self._sql(self.ref, "Let me check the stored values again.")
+            # An empty result the agent was told not to commit: it checks how the values are stored.
+            # That mends a value it wrote wrongly, not a misread question or a missing cast (the
+            # result may be any tool text that reads as rows, a hook's "[]" as well as the world's).
+            checked = self.planned_sql(values_checked=True)
+            if checked != query and h.commits_blocked and self.follows("check_empty"):
+                return self._sql(checked, "Let me check the stored values again.")
             return self._commit([], "No rows match, so the answer is empty.")
         nxt = self.planned_sql()
         if nxt != query and "numbers_as_text" in self.flaws and self.follows("numeric_cast"):
