@@ -6,6 +6,7 @@ import ast
 import builtins
 import copy
 import json
+import re
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -417,14 +418,12 @@ def _ranked_rows(page: str) -> list[str]:
 
 
 def test_render_ranks_per_table_on_heldout_delta(tmp_path: Path) -> None:
-    _record_all(tmp_path, _tree(tmp_path, [_fake("overfit", [0.5], [0.0, 0.1]), _fake("general", [0.2, 0.3], [0.2]),
-                                           _fake("no-heldout", [0.9], None)]))
+    _record_all(tmp_path, _tree(tmp_path, [_fake("overfit", [0.5], [0.0, 0.1]), _fake("general", [0.2, 0.3], [0.2])]))
     written = render(tmp_path)
     assert [p.name for p in written] == ["README.md"] + [f"{p.slug}.md" for p in TABLES]
     page = (tmp_path / f"{TABLE.slug}.md").read_text(encoding="utf-8")
-    assert _ranked_rows(page) == ["[general](submissions/general.json)", "[overfit](submissions/overfit.json)",
-                                  "[no-heldout](submissions/no-heldout.json)"]
-    assert "+0.200 [+0.200, +0.200]" in page and "same-batch Δ (no held-out numbers)" in page
+    assert _ranked_rows(page) == ["[general](submissions/general.json)", "[overfit](submissions/overfit.json)"]
+    assert "+0.200 [+0.200, +0.200]" in page
     assert "No submissions yet." in (tmp_path / "HarnessEdit-DBBench-v0--smol.md").read_text(encoding="utf-8")
     readme = (tmp_path / "README.md").read_text(encoding="utf-8")
     assert "## Protocol" in readme and "base_seed + i" in readme
@@ -594,3 +593,169 @@ def test_rebuild_baselines_regenerates_verified_entries(tmp_path: Path) -> None:
     assert entry in written and (tmp_path / "verified" / "dbbench-noop.json") in written
     assert status(tmp_path, load_submission(entry), TABLE).state == "verified"
     assert "| 1 | [dbbench-noop](submissions/dbbench-noop.json) |" in (tmp_path / f"{TABLE.slug}.md").read_text(encoding="utf-8")
+
+
+# --- held-out Δ counts every episode; odd strings and records never crash, never lose a record -------
+
+def _blank(ep: dict, reward: float) -> None:
+    """Episode ``ep`` with its patch replaced by text that does not parse, claimed as the env scores it."""
+    ep.update(patch="no patch here", patch_valid=False,
+              claimed={"reward": reward, "baseline_score": ep["claimed"]["baseline_score"], "patched_score": None,
+                       "heldout_delta": None})
+
+
+def test_blanking_episodes_never_helps_the_heldout_mean(honest: dict) -> None:
+    """A submitter who sees every episode's held-out Δ in bench output blanks the bad ones with an invalid
+    patch: every claim is honest and reproduces, but each blanked episode counts on the held-out side at
+    the env's own invalid-patch reward (as on the same-batch side), never drops out of the mean."""
+    from harness_gym.leaderboard.records import Status
+    from harness_gym.leaderboard.render import summarize
+
+    env = make_env(TABLE)
+    try:
+        env.reset(seed=0)
+        _, invalid, _, _, sinfo = env.step("no patch here")
+    finally:
+        env.close()
+    assert sinfo["patch_valid"] is False and invalid < 0
+    held = [e["claimed"]["heldout_delta"] for e in honest["episodes"]]
+    keep = max(range(len(held)), key=held.__getitem__)
+    cherry = copy.deepcopy(honest)
+    for i, ep in enumerate(cherry["episodes"]):
+        if i != keep:
+            _blank(ep, invalid)
+    assert verify_submission(cherry).outcome == REPRODUCED  # honest claims: only the summary can stop it
+    row = summarize(cherry, Status("verified"))
+    assert row.heldout is not None and row.heldout.n == TABLE.episodes
+    assert row.heldout.mean == pytest.approx((held[keep] + invalid * (TABLE.episodes - 1)) / TABLE.episodes)
+
+
+def test_cherry_picked_heldout_does_not_outrank_a_steady_entry(tmp_path: Path) -> None:
+    cherry = _fake("cherry", [0.0], [0.5])
+    for ep in cherry["episodes"][1:]:
+        _blank(ep, -0.1)
+    _record_all(tmp_path, _tree(tmp_path, [cherry, _fake("steady", [0.05], [0.05])]))
+    render(tmp_path)
+    page = (tmp_path / f"{TABLE.slug}.md").read_text(encoding="utf-8")
+    assert _ranked_rows(page) == ["[steady](submissions/steady.json)", "[cherry](submissions/cherry.json)"]
+    assert "| 10 | -0.040 [" in page  # (0.5 - 9 × 0.1) / 10, over all ten episodes
+
+
+def test_valid_patch_without_heldout_delta_breaks_the_protocol(forge: Callable, tmp_path: Path) -> None:
+    msg = _rejected(forge(lambda s: s["episodes"][2]["claimed"].update(heldout_delta=None)),
+                    starts="rejected: episode 2: heldout_delta is null for a valid patch")
+    assert "held-out batch of 10" in msg
+    _tree(tmp_path, [_fake("no-heldout", [0.9], None)])
+    with pytest.raises(SubmissionError, match=r"no-heldout\.json: episode 0: heldout_delta is null for a valid patch"):
+        render(tmp_path)
+
+
+def test_rows_of_a_table_without_heldout_batch_rank_on_same_batch_delta() -> None:
+    from harness_gym.leaderboard.records import Status
+    from harness_gym.leaderboard.render import summarize, table
+
+    subs = [_fake("a", [0.1], [0.3]), _fake("b", [0.9], None)]
+    for s in subs:
+        s["env"]["kwargs"]["heldout_batch_size"] = 0
+    rows = [summarize(s, Status("verified")) for s in subs]
+    assert [r.heldout for r in rows] == [None, None]  # no held-out batch: a claimed number means nothing
+    text = table(rows)
+    assert text.index("| 1 | b |") < text.index("| 2 | a |") and "same-batch Δ (no held-out numbers)" in text
+
+
+@pytest.mark.parametrize("item", ["\ud800gen-test:36", "x\nlb/submissions/x.json: accepted: all good", "a\x00b",
+                                  "a\u2028b", "a\u202eb", "\udfff", "gen-test:36\n"])
+def test_batch_items_are_one_line_of_text(forge: Callable, item: str) -> None:
+    msg = _rejected(forge(lambda s: s["episodes"][0]["batch"].__setitem__(0, item)),
+                    starts="rejected: schema: $.episodes[0].batch[0]: ")
+    assert msg.isprintable() and msg.encode("utf-8")
+
+
+@pytest.mark.parametrize(("where", "value"), [(("policy",), "noop\n"), (("package", "version"), "0.1.0\n"),
+                                              (("description",), "x\ud800")])
+def test_a_final_newline_or_lone_surrogate_breaks_one_line_fields(forge: Callable, where: tuple, value: str) -> None:
+    """``$`` ends the string as in ECMA-262: Python's ``re`` also matched it before a final newline."""
+    def put(s: dict) -> None:
+        parent = s
+        for key in where[:-1]:
+            parent = parent[key]
+        parent[where[-1]] = value
+    _rejected(forge(put), starts=f"rejected: schema: $.{'.'.join(where)}: ")
+
+
+@pytest.mark.parametrize("value", ["\ud800", "a\nb", "ok", "é–…", ["x\r\ny", "\udfff", "z", "w"], None, 0.5])
+def test_quoted_strings_in_messages_are_one_printable_line(value: Any) -> None:
+    from harness_gym.leaderboard.verify import _fmt
+
+    s = _fmt(value)
+    assert s.isprintable() and s.encode("utf-8"), s
+
+
+def test_verify_record_of_an_odd_file_keeps_the_old_record(honest: dict, tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture) -> None:
+    (path,) = _tree(tmp_path, [{**copy.deepcopy(honest), "name": "h"}])
+    _record_all(tmp_path, [path])
+    record = tmp_path / "verified" / "h.json"
+    before = record.read_bytes()
+    for item in ("\ud800gen-test:36", "x\nh.json: accepted: all good"):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        data["episodes"][0]["batch"][0] = item
+        path.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")  # ensure_ascii: "\ud800" is valid JSON
+        assert lb_main(["leaderboard", "verify", "-q", "--record", "--dir", str(tmp_path), str(path)]) == 1
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith(f"{path}: rejected: ") and "\ud800" not in err, err
+        assert record.read_bytes() == before
+
+
+def test_a_failed_record_write_leaves_the_old_record(honest: dict, tmp_path: Path) -> None:
+    from harness_gym.leaderboard.verify import Verdict
+
+    (path,) = _tree(tmp_path, [{**copy.deepcopy(honest), "name": "h"}])
+    _record_all(tmp_path, [path])
+    record = tmp_path / "verified" / "h.json"
+    before = record.read_bytes()
+    with pytest.raises(UnicodeEncodeError):
+        write_record(tmp_path, load_submission(path), Verdict(REJECTED, 0, "rejected: \ud800", TABLE.key), TABLE)
+    assert record.read_bytes() == before
+    assert sorted(p.name for p in (tmp_path / "verified").iterdir()) == ["h.json"]  # no temp file left behind
+
+
+def test_verify_record_onto_a_directory_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    (path,) = _tree(tmp_path, [_fake("a", [0.1], [0.1])])  # rejected at episode 0's batch: a quick rerun
+    (tmp_path / "verified" / "a.json").mkdir(parents=True)
+    assert lb_main(["leaderboard", "verify", "-q", "--record", "--dir", str(tmp_path), str(path)]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 2 and err[1].startswith(f"{path}: record {tmp_path / 'verified' / 'a.json'} not written ("), err
+    assert [p.name for p in (tmp_path / "verified").iterdir()] == ["a.json"]
+
+
+@pytest.mark.parametrize("breakage", ["verifier_empty", "verifier_version_list", "sha_list", "episodes_checked_text",
+                                      "directory", "empty_file"])
+def test_a_malformed_record_is_one_line_naming_the_file(tmp_path: Path, breakage: str,
+                                                        capsys: pytest.CaptureFixture) -> None:
+    """A record that parses but is not a record (or is not a file) stops render with one line naming it,
+    like a record that is not JSON: records come only from the maintainers, so a broken one is theirs to fix."""
+    paths = _tree(tmp_path, [_fake("a", [0.1], [0.1])])
+    _record_all(tmp_path, paths)
+    record = tmp_path / "verified" / "a.json"
+    rec = json.loads(record.read_text(encoding="utf-8"))
+    if breakage == "directory":
+        record.unlink()
+        record.mkdir()
+    elif breakage == "empty_file":
+        record.write_bytes(b"")
+    else:
+        if breakage == "verifier_empty":
+            rec["verifier"] = {}
+        elif breakage == "verifier_version_list":
+            rec["verifier"]["version"] = ["0.1.0"]
+        elif breakage == "sha_list":
+            rec["submission_sha256"] = [rec["submission_sha256"]]
+        else:
+            rec["episodes_checked"] = "lots"
+        record.write_text(json.dumps(rec), encoding="utf-8")
+    with pytest.raises(SubmissionError, match=rf"^{re.escape(str(record))}: .*rerun"):
+        render(tmp_path)
+    assert lb_main(["leaderboard", "render", "--dir", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(record) in err, err

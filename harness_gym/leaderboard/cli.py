@@ -116,7 +116,13 @@ def _verify(args: argparse.Namespace) -> int:
                 protocol = table_for(sub.data["env"]["id"], sub.data["target"]["model"])
             except SubmissionError:
                 protocol = None
-            print(f"recorded {write_record(args.dir, sub, verdict, protocol)}")
+            try:
+                print(f"recorded {write_record(args.dir, sub, verdict, protocol)}")
+            except OSError as exc:  # written to a temp file and renamed: the old record, if any, is intact
+                why = exc.strerror or type(exc).__name__
+                print(f"{path}: record {record_path(args.dir, path)} not written ({why}); nothing was replaced",
+                      file=sys.stderr)
+                status = 2
     return status
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness_gym.envs.config import EnvConfig
 from harness_gym.evaluation.stats import MeanCI, mean_ci
 from harness_gym.leaderboard.protocol import TABLES, Protocol, table_for
 from harness_gym.leaderboard.records import Status, status
@@ -65,15 +66,32 @@ class Row:
         return (tier, 1, -same, 0.0, self.name)
 
 
+def heldout_deltas(sub: dict[str, Any]) -> list[float] | None:
+    """One held-out Δ per episode of the protocol, or None when the table has no held-out batch.
+
+    An invalid patch changes nothing in the harness; the env scores it ``invalid_patch_reward`` on the
+    batch, and it counts the same on the held-out side. Dropping it from the mean instead let a submitter
+    who saw every held-out Δ in bench output blank the bad episodes with unparseable text and rank on the
+    rest. A *valid* patch always runs on the held-out batch, so a null there is a claim no rerun gives:
+    ``protocol_violation`` rejects it (as ``submit`` refuses such bench rows) rather than guess a number;
+    should one reach this function, it counts as invalid, which never helps.
+    """
+    if not sub["env"]["kwargs"]["heldout_batch_size"]:
+        return None
+    invalid = float(EnvConfig.invalid_patch_reward)  # the default the verifier's env runs with
+    return [e["claimed"]["heldout_delta"] if e["patch_valid"] and e["claimed"]["heldout_delta"] is not None
+            else invalid for e in sub["episodes"]]
+
+
 def summarize(sub: dict[str, Any], state: Status, path: str = "") -> Row:
     eps = sub["episodes"]
     batch = sub["env"]["kwargs"]["batch_size"]
-    held = [e["claimed"]["heldout_delta"] for e in eps if e["claimed"]["heldout_delta"] is not None]
+    held = heldout_deltas(sub)
     valid = [e for e in eps if e["patch_valid"]]
     # an invalid patch never reaches a rollout; with attempts > 1 every attempt is counted as run
     spent = sum(batch * sub["attempts"] if (e["patch_valid"] or sub["attempts"] > 1) else 0 for e in eps)
     return Row(sub["name"], sub["policy"], len(eps), mean_ci([e["claimed"]["reward"] for e in eps]),
-               mean_ci(held) if held else None, len(valid) / len(eps), spent / len(eps), state, path)
+               mean_ci(held) if held is not None else None, len(valid) / len(eps), spent / len(eps), state, path)
 
 
 def _ci(ci: MeanCI | None) -> str:
@@ -121,7 +139,10 @@ def _details(subs: list[tuple[SubmissionFile, Status]]) -> str:
 LEGEND = (
     "Δ is the change in the batch's mean reward from the submitted patch, with a 95% t-interval over episodes. "
     "**Held-out Δ** applies the same patch to a disjoint batch the policy never saw; **same-batch Δ** is the env's "
-    "reward on the batch the packet came from. Ranked on held-out Δ; rows without held-out numbers come after, ranked "
+    "reward on the batch the packet came from. Every episode of the protocol counts on both sides: an invalid patch "
+    f"changes nothing and scores the env's invalid-patch reward ({EnvConfig.invalid_patch_reward:+g}) on the batch "
+    "and on the held-out batch alike, so replacing an episode's patch with one that does not parse never helps. "
+    "Ranked on held-out Δ; rows without held-out numbers (a table with no held-out batch) come after, ranked "
     "on same-batch Δ, and say so. Only ✓ rows are ranked; rows not (or no longer) verified follow, unranked, "
     "whatever they claim. *valid*: share of patches that parsed and validated. *rollouts/episode*: target "
     "episodes spent scoring the policy's patches on the batch (`attempts × batch_size`; an invalid patch costs none). "

@@ -18,8 +18,9 @@ FORMAT = "harness-gym-submission-v2"
 OLD_FORMATS = ("harness-gym-submission-v1",)
 METRICS = ("score", "success")
 MAX_PATCH_CHARS = 200_000  # the env's action space
-# one line of printable text: no control characters, no line/paragraph separators, no bidi overrides
-_LINE = "^[^\\u0000-\\u001f\\u007f-\\u009f\\u2028\\u2029\\u202a-\\u202e\\u2066-\\u2069]*$"
+# one line of printable text: no control characters, no line/paragraph separators, no bidi overrides, no lone
+# surrogates (valid JSON as "\ud800", but no UTF-8 can encode one: printing or recording it would fail)
+_LINE = "^[^\\u0000-\\u001f\\u007f-\\u009f\\u2028\\u2029\\u202a-\\u202e\\u2066-\\u2069\\ud800-\\udfff]*$"
 
 
 class SubmissionError(HarnessGymError):
@@ -110,8 +111,7 @@ SCHEMA: dict[str, Any] = {
                 "additionalProperties": False,
                 "properties": {
                     "seed": {"type": "integer", "minimum": 0},
-                    "batch": {"type": "array", "items": {"type": "string", "minLength": 1, "maxLength": 200},
-                              "minItems": 1, "maxItems": 1000},
+                    "batch": {"type": "array", "items": _text(200, 1), "minItems": 1, "maxItems": 1000},
                     "batch_digest": _SHA256,
                     "packet_sha256": _SHA256,
                     "patch": {"type": "string", "maxLength": MAX_PATCH_CHARS},
@@ -152,7 +152,11 @@ def _validator() -> Any:
     another type), so ``"seed": 0.0`` is a schema error like ``"seed": "0"``; and every number is
     one a float holds (magnitude up to 2**53, no NaN or infinity) so verify and render never overflow
     (``1e308`` and ``-1e308`` claims made the t-interval raise OverflowError in render).
-    (A file never gets that far: ``parse_submission`` refuses them first; this covers dicts.)"""
+    (A file never gets that far: ``parse_submission`` refuses them first; this covers dicts.)
+    A ``pattern``'s ``$`` ends the string, as in ECMA-262, which JSON Schema patterns follow: in
+    Python's ``re`` it also matches before a final newline, so ``"noop\\n"`` passed every one-line pattern."""
+    import re
+
     import jsonschema
 
     def integer(_checker: Any, value: Any) -> bool:
@@ -161,8 +165,13 @@ def _validator() -> Any:
     def number(_checker: Any, value: Any) -> bool:
         return integer(_checker, value) or (isinstance(value, float) and math.isfinite(value) and abs(value) <= MAX_INT)
 
+    def pattern(validator: Any, patrn: str, instance: Any, _schema: Any) -> Any:
+        ecma = patrn[:-1] + "\\Z" if patrn.endswith("$") and not patrn.endswith("\\$") else patrn
+        if validator.is_type(instance, "string") and not re.search(ecma, instance):
+            yield jsonschema.ValidationError(f"{instance!r} does not match {patrn!r}")
+
     checker = jsonschema.Draft202012Validator.TYPE_CHECKER.redefine_many({"integer": integer, "number": number})
-    return jsonschema.validators.extend(jsonschema.Draft202012Validator, type_checker=checker)
+    return jsonschema.validators.extend(jsonschema.Draft202012Validator, {"pattern": pattern}, type_checker=checker)
 
 
 def schema_text() -> str:

@@ -3,13 +3,14 @@
 Static checks first (no env): the table exists for (env id, target); every env kwarg equals
 the protocol's; the sampling temperature is the protocol's; there are exactly
 ``episodes`` episodes and episode ``i`` ran on seed ``base_seed + i`` (so no duplicated,
-skipped or hand-chosen seeds); the package version is a PEP 440 version no newer than the
-verifier's. Then, per episode: ``reset(seed)`` — the env's own draw — must give exactly the
-submitted batch, batch digest (task identities + sampling seeds) and packet hash; the patch
-is stepped (parsed, policy-checked and run in the hook sandbox like any patch) and
-``patch_valid``, ``reward``, ``baseline_score``, ``patched_score`` and ``heldout_delta``
-must match within the protocol's tolerance (0 for the sim: exactly). The first problem ends
-the check, as one line.
+skipped or hand-chosen seeds); every valid patch claims a held-out Δ where the table has a
+held-out batch (render counts every episode there, an invalid patch at the env's invalid-patch
+reward); the package version is a PEP 440 version no newer than the verifier's. Then, per
+episode: ``reset(seed)`` — the env's own draw — must give exactly the submitted batch, batch
+digest (task identities + sampling seeds) and packet hash; the patch is stepped (parsed,
+policy-checked and run in the hook sandbox like any patch) and ``patch_valid``, ``reward``,
+``baseline_score``, ``patched_score`` and ``heldout_delta`` must match within the protocol's
+tolerance (0 for the sim: exactly). The first problem ends the check, as one line.
 
 Version rule: a submission made with the verifier's own version that reproduces is
 ``reproduced``; one that claims another (older) version and reproduces is
@@ -46,8 +47,11 @@ class Verdict:
 
 
 def _fmt(v: Any) -> str:
+    """A claimed or recomputed value for a one-line message: a string is quoted with ``repr``, which
+    escapes every control, separator, format and lone surrogate character, so no submitted text can
+    break the line, forge a second one or make printing and writing the record fail."""
     if isinstance(v, str):
-        return v[:16] + "…" if len(v) > 16 else v
+        return repr(v[:16] + "…" if len(v) > 16 else v)
     if isinstance(v, list):
         return "[" + ", ".join(_fmt(x) for x in v[:3]) + (", …]" if len(v) > 3 else "]")
     return "null" if v is None else repr(v)
@@ -101,6 +105,9 @@ def protocol_violation(sub: dict[str, Any]) -> str | None:
                     f"(base seed {p.base_seed} + index)")
         if len(ep["batch"]) != p.batch_size:
             return f"episode {i}: batch of {len(ep['batch'])} tasks, table {p.key} runs batches of {p.batch_size}"
+        if p.heldout_batch_size and ep["patch_valid"] and ep["claimed"]["heldout_delta"] is None:
+            return (f"episode {i}: heldout_delta is null for a valid patch, but table {p.key} scores every valid patch "
+                    f"on a held-out batch of {p.heldout_batch_size}; run `{p.bench_command()}`")
     if len(eps) != p.episodes:
         few = "too few" if len(eps) < p.episodes else "too many"
         return (f"{few} episodes: {len(eps)}, table {p.key} takes exactly {p.episodes} "
