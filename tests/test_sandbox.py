@@ -341,6 +341,38 @@ def test_set_order_is_the_same_in_every_worker(level: str) -> None:
     assert orders == {seeded}, orders
 
 
+_NB_SET_SCRIPT = """
+import asyncio
+from harness_gym.sandbox.pool import SandboxPool
+CODE = ("def hook(ctx, nb):\\n"
+        "    if 's' not in nb:\\n"
+        "        nb['s'] = set(%r)\\n"
+        "        return None\\n"
+        "    return {'message': ' '.join(list(nb['s']))}\\n")
+async def main():
+    pool = SandboxPool(workers=1, max_idle=0)
+    first = await pool.call(CODE, "hook", "dbbench", {}, {})
+    second = await pool.call(CODE, "hook", "dbbench", {}, first.nb)
+    print(second.value["message"] if second.ok else second.error)
+    await pool.close()
+asyncio.run(main())
+"""
+
+
+def test_a_set_kept_in_the_notebook_has_one_order_whatever_the_parent_process() -> None:
+    """Between calls ``nb`` passes through the parent, which hashes strings with its own seed: a set sent
+    back in the parent's iteration order would be rebuilt in another order by the next worker. Sets go
+    over the wire in a canonical order, so three parents with different hash seeds agree."""
+    words = ["alpha", "beta", "gamma", "delta", "eps", "zeta", "eta", "theta", "iota", "kappa", "lam", "mu", "nu"]
+    script = _NB_SET_SCRIPT % (words,)
+    orders = set()
+    for seed in ("1", "2", "3", "4"):
+        env = dict(os.environ, PYTHONHASHSEED=seed)
+        out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120, check=True)
+        orders.add(out.stdout.strip())
+    assert len(orders) == 1 and sorted(next(iter(orders)).split()) == sorted(words), orders
+
+
 def test_a_worker_with_randomized_hashing_refuses_to_start() -> None:
     out = subprocess.run([sys.executable, "-I", "-S", "-B", str(WORKER_PATH), str(POLICY_PATH)], stdin=subprocess.DEVNULL,
                          capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"}, timeout=30)

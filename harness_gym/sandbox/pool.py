@@ -175,11 +175,16 @@ class SandboxPool:
         """Run one hook entry; failures come back as ``CallResult(ok=False, error=…)``."""
         if self._closed:
             raise SandboxError("sandbox pool is closed; create a new SandboxPool")
+        # Encoding the notebook here and decoding the reply below are work a hook's values cause, so
+        # they are charged to the call with the worker's time (``prepared``, ``decoding``).
+        began = time.monotonic()
         try:
             wire_ctx = encode(ctx, MAX_CTX_BYTES)
             wire_nb = encode(nb, MAX_CTX_BYTES)
         except (EncodeError, RecursionError) as exc:
-            return CallResult(False, None, nb, one_line(f"ctx/nb cannot be sent to the sandbox: {exc}"))
+            return CallResult(False, None, nb, one_line(f"ctx/nb cannot be sent to the sandbox: {exc}"),
+                              time.monotonic() - began)
+        prepared = time.monotonic() - began
         sha = self.code_sha(code, entry, benchmark)
         request = {
             "sha": sha, "entry": entry, "benchmark": benchmark, "ctx": wire_ctx, "nb": wire_nb,
@@ -187,7 +192,7 @@ class SandboxPool:
         }
         sem = self._semaphore()
         async with sem:
-            began = time.monotonic()
+            began = time.monotonic() - prepared  # the wait for a slot is not the call's
             worker = await self._acquire(sha)
             # A worker started for this call is charged to it: a harness of many hook modules that keeps
             # evicting idle workers (``max_idle``) would otherwise spend minutes an episode unbudgeted.
@@ -206,8 +211,9 @@ class SandboxPool:
                 raise
             elapsed = time.monotonic() - began
             self._release(worker, reply)
+        decoding = time.monotonic()
         result = self._result(reply, nb)
-        result.elapsed_s = elapsed
+        result.elapsed_s = elapsed + (time.monotonic() - decoding)
         return result
 
     async def close(self) -> None:

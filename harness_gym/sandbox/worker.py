@@ -84,7 +84,11 @@ def _to_wire(value: Any, budget: list[int], depth: int) -> Any:
         return {"$t": [_to_wire(v, budget, depth + 1) for v in value]}
     if isinstance(value, (set, frozenset)):
         tag = "$f" if isinstance(value, frozenset) else "$s"
-        return {tag: [_to_wire(v, budget, depth + 1) for v in value]}
+        # in a canonical order, not this process's iteration order: the parent hashes strings with
+        # its own seed, and a set it sends back in its order would be rebuilt (and iterated) in
+        # another order by the next worker, so one patch could score differently from run to run
+        items = [_to_wire(v, budget, depth + 1) for v in value]
+        return {tag: sorted(items, key=lambda w: json.dumps(w, sort_keys=True))}
     raise EncodeError(f"unsupported type {type(value).__name__}")
 
 
