@@ -177,6 +177,11 @@ machine-readable in [protocol.json](protocol.json) (`harness-gym leaderboard pro
 - **Records.** A submission never says it is verified (a `verified` field is rejected). The maintainers' rerun
   writes `verified/<name>.json` with the sha256 of the exact file and of the table's rules; ✓ needs both to match.
   Records come only from the maintainers' commits: a pull request adds `submissions/<name>.json` and nothing else.
+- **What a rerun cannot show.** The held-out batch is public (the env's own draw for the seed), so a submitter who
+  scored several patches per seed could submit, per seed, the one with the best held-out Δ, and every number would
+  reproduce. The rules forbid choosing patches by held-out results ([CONTRIBUTING](CONTRIBUTING.md)); nothing in a
+  file shows it. Held-out batches drawn by the verifier from a seed the submitter never sees would close it; they
+  are not built yet.
 """
 
 
