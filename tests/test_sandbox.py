@@ -362,7 +362,7 @@ asyncio.run(main())
 def test_a_set_kept_in_the_notebook_has_one_order_whatever_the_parent_process() -> None:
     """Between calls ``nb`` passes through the parent, which hashes strings with its own seed: a set sent
     back in the parent's iteration order would be rebuilt in another order by the next worker. Sets go
-    over the wire in a canonical order, so three parents with different hash seeds agree."""
+    over the wire in a canonical order, so four parents with different hash seeds agree."""
     words = ["alpha", "beta", "gamma", "delta", "eps", "zeta", "eta", "theta", "iota", "kappa", "lam", "mu", "nu"]
     script = _NB_SET_SCRIPT % (words,)
     orders = set()

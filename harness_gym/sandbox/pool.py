@@ -177,14 +177,14 @@ class SandboxPool:
             raise SandboxError("sandbox pool is closed; create a new SandboxPool")
         # Encoding the notebook here and decoding the reply below are work a hook's values cause, so
         # they are charged to the call with the worker's time (``prepared``, ``decoding``).
-        began = time.monotonic()
+        encoding = time.monotonic()
         try:
             wire_ctx = encode(ctx, MAX_CTX_BYTES)
             wire_nb = encode(nb, MAX_CTX_BYTES)
         except (EncodeError, RecursionError) as exc:
             return CallResult(False, None, nb, one_line(f"ctx/nb cannot be sent to the sandbox: {exc}"),
-                              time.monotonic() - began)
-        prepared = time.monotonic() - began
+                              time.monotonic() - encoding)
+        prepared = time.monotonic() - encoding
         sha = self.code_sha(code, entry, benchmark)
         request = {
             "sha": sha, "entry": entry, "benchmark": benchmark, "ctx": wire_ctx, "nb": wire_nb,
@@ -192,7 +192,7 @@ class SandboxPool:
         }
         sem = self._semaphore()
         async with sem:
-            began = time.monotonic() - prepared  # the wait for a slot is not the call's
+            slot = time.monotonic()  # the wait for the slot is not the call's
             worker = await self._acquire(sha)
             # A worker started for this call is charged to it: a harness of many hook modules that keeps
             # evicting idle workers (``max_idle``) would otherwise spend minutes an episode unbudgeted.
@@ -202,14 +202,15 @@ class SandboxPool:
             except asyncio.TimeoutError:
                 self._discard(worker)
                 return CallResult(False, None, nb, f"timeout after {self.call_timeout_s:g}s",
-                                  started - began + self.call_timeout_s)
+                                  prepared + (started - slot) + self.call_timeout_s)
             except _WorkerDied as exc:
                 self._discard(worker)
-                return CallResult(False, None, nb, one_line(f"worker crashed ({exc})"), time.monotonic() - began)
+                return CallResult(False, None, nb, one_line(f"worker crashed ({exc})"),
+                                  prepared + (time.monotonic() - slot))
             except BaseException:
                 self._discard(worker)
                 raise
-            elapsed = time.monotonic() - began
+            elapsed = prepared + (time.monotonic() - slot)
             self._release(worker, reply)
         decoding = time.monotonic()
         result = self._result(reply, nb)

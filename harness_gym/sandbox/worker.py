@@ -532,6 +532,13 @@ def probe(port: int, parent: int, cwd_checks: list[str], peers: tuple[int, ...] 
     return out
 
 
+def _refuse_to_start(error: str) -> int:
+    """The error line a worker sends instead of ``ready``; the exit status the pool reports."""
+    sys.stdout.write(json.dumps({"status": "error", "error": error}) + "\n")
+    sys.stdout.flush()
+    return 3
+
+
 def main(argv: list[str] | None = None) -> int:
     """Serve requests from stdin until EOF (``--probe PORT PARENT``: print what is reachable, exit)."""
     import os
@@ -542,10 +549,8 @@ def main(argv: list[str] | None = None) -> int:
     to_nobody = "--drop" in flags
     if sys.flags.hash_randomization:
         # set iteration order would differ from worker to worker, and a rerun from its original
-        sys.stdout.write(json.dumps({"status": "error", "error": "string hashing is randomized: start the worker "
-                                     "with PYTHONHASHSEED=0 and without -I/-E (isolation.PYTHON_FLAGS)"}) + "\n")
-        sys.stdout.flush()
-        return 3
+        return _refuse_to_start("string hashing is randomized: start the worker with PYTHONHASHSEED=0 and without "
+                                "-I/-E (isolation.PYTHON_FLAGS)")
     # Everything later requests need is imported now: after the drop the interpreter's own
     # files may be out of reach (a 0700 home), and nothing is imported on a hook's behalf.
     import resource  # noqa: F401
@@ -561,9 +566,7 @@ def main(argv: list[str] | None = None) -> int:
             remount_readonly()
         creds = drop_privileges(to_nobody)
     except OSError as exc:
-        sys.stdout.write(json.dumps({"status": "error", "error": _one_line(f"cannot drop privileges: {exc}")}) + "\n")
-        sys.stdout.flush()
-        return 3
+        return _refuse_to_start(_one_line(f"cannot drop privileges: {exc}"))
     _close_imports()
     if "--probe" in flags:
         at = flags.index("--probe")

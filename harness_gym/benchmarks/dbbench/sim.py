@@ -337,9 +337,10 @@ class _Agent:
             # An empty result the agent was told not to commit: it checks how the values are stored.
             # That mends a value it wrote wrongly, not a misread question or a missing cast (the
             # result may be any tool text that reads as rows, a hook's "[]" as well as the world's).
-            checked = self.planned_sql(values_checked=True)
-            if checked != query and h.commits_blocked and self.follows("check_empty"):
-                return self._sql(checked, "Let me check the stored values again.")
+            if h.commits_blocked and self.follows("check_empty"):
+                checked = self.planned_sql(values_checked=True)
+                if checked != query:
+                    return self._sql(checked, "Let me check the stored values again.")
             return self._commit([], "No rows match, so the answer is empty.")
         nxt = self.planned_sql()
         if nxt != query and "numbers_as_text" in self.flaws and self.follows("numeric_cast"):
