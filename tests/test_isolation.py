@@ -304,3 +304,101 @@ def test_a_large_parent_does_not_make_every_worker_look_like_a_memory_bomb(level
                           cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split()[-1] == "1"  # one worker served all three calls
+
+
+ADDRESSES = """
+import asyncio, json, sys
+from harness_gym.sandbox.pool import SandboxPool
+LOOK = '''def helper(x):
+    return x
+def on_before_action(ctx, nb):
+    seen = {helper, on_before_action, SequenceMatcher(None, 'a', 'b'), re.match('a', 'a'), str, math}
+    nb['trail'] = nb.get('trail', '') + str(map(int, []))
+    return {'type': 'inject_hint', 'message': str(filter(None, [])) + ' ' + str([str(x)[-8:] for x in seen])}
+'''
+OTHER = "def on_before_action(ctx, nb):\\n    return {'type': 'inject_hint', 'message': str(zip()) * len(ctx)}\\n"
+REQUESTS = [({"obs": "x"}, {}), ({"obs": "y" * 5000, "more": [1, 2, 3]}, {"k": "v"}), ({}, {"trail": "t"})]
+
+async def main(level, order, together):
+    pool = SandboxPool(workers=2, isolation=level)
+    out = {}
+    async def one(i):
+        r = await pool.call(LOOK, "on_before_action", "webshop", *REQUESTS[i])
+        assert r.ok, r.error
+        out.setdefault(str(i), []).append([r.value["message"], r.nb["trail"]])
+    if together:
+        await pool.call(OTHER, "on_before_action", "webshop", {"a": 1}, {})
+        await asyncio.gather(*(one(i) for i in order))
+    else:
+        for i in order:
+            await one(i)
+    print(json.dumps({"out": out, "layers": pool.layers()}))
+    await pool.close()
+
+asyncio.run(main(sys.argv[1], [int(c) for c in sys.argv[2]], sys.argv[3] == "1"))
+"""
+
+
+@pytest.mark.parametrize("level", ["bwrap", "unshare", "process"])
+def test_a_hook_sees_the_same_addresses_in_every_worker_and_rerun(level: str) -> None:
+    """Hooks can see object addresses (a map object's str, the order of a set of functions), so a
+    patch can branch on them; before, one patch on one batch scored differently from process to
+    process and from worker to worker. Each call runs in a fork of the loaded worker (the same heap
+    every time) without address-space randomization: the same request gets the same answer in
+    parents with other hash seeds, other call orders and a worker pair shared concurrently."""
+    import json
+    import subprocess
+    import sys
+
+    _available(level)
+    runs = []
+    for seed, order, together in (("1", "0120", "0"), ("2", "2101", "1"), ("3", "1002", "1")):
+        done = subprocess.run([sys.executable, "-c", ADDRESSES, level, order, together], capture_output=True, text=True,
+                              timeout=120, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT), "PYTHONHASHSEED": seed})
+        assert done.returncode == 0, done.stderr[-2000:]
+        runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    assert "fork-per-call" in runs[0]["layers"] and "fixed-addresses" in runs[0]["layers"], runs[0]["layers"]
+    answers = {key: {json.dumps(a) for r in runs for a in r["out"][key]} for key in "012"}
+    assert all(len(a) == 1 for a in answers.values()), answers
+    assert "0x" in next(iter(answers["0"]))  # the hook did see an address
+
+
+ADDRESS_PATCH_EPISODES = r"""
+import json, sys
+import gymnasium as gym
+import harness_gym  # noqa: F401
+hook = (
+    "def hook(ctx, nb):\n"
+    "    bits = int(str(map(int, []))[-4:-1], 16) + len([f for f in {hook, SequenceMatcher(None, 'a', 'b')}][0:1])\n"
+    "    if bits % 3 == 0:\n"
+    "        return {'type': 'block_and_prompt', 'message': 'Query the table again first.'}\n"
+    "    return None\n"
+)
+patch = {"schema_version": "harness-r1-patch-v1", "benchmark": "dbbench", "description": "branches on an address",
+         "actions": [{"type": "add_code_hook", "hook": "on_before_action", "code": hook}]}
+env = gym.make("HarnessEdit-DBBench-v0", batch_size=10)
+out = []
+for seed in (3, 4):
+    env.reset(seed=seed)
+    _, reward, _, _, info = env.step(json.dumps(patch))
+    out.append([reward, info.get("patch_error")])
+env.close()
+print(json.dumps(out))
+"""
+
+
+def test_a_patch_that_branches_on_addresses_earns_one_reward_in_every_process() -> None:
+    """The reviewer's case end to end: a patch whose guard fires on bits of an object address
+    scored −0.5 … 0.0 on one batch from process to process. Now three processes with other hash
+    seeds give the same rewards (on the sim)."""
+    import json
+    import subprocess
+    import sys
+
+    rewards = set()
+    for seed in ("1", "2", "3"):
+        done = subprocess.run([sys.executable, "-c", ADDRESS_PATCH_EPISODES], capture_output=True, text=True, timeout=300,
+                              cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT), "PYTHONHASHSEED": seed})
+        assert done.returncode == 0, done.stderr[-2000:]
+        rewards.add(done.stdout.strip().splitlines()[-1])
+    assert len(rewards) == 1, rewards

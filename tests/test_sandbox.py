@@ -136,26 +136,38 @@ def test_worker_environment_is_scrubbed_and_limited(pool: SandboxPool, monkeypat
     assert any(line.startswith("Max address space") and "1073741824" in line for line in limits.splitlines())
     assert any(line.startswith("Max file size") and line.split()[3] == "0" for line in limits.splitlines())
     fds = os.listdir(proc / "fd")
-    assert len(fds) <= 4, fds  # stdin, stdout, stderr, the protocol pipe: no inherited files
+    # stdin, stdout, stderr, the protocol pipe and the report pipes of two call forks (the one that
+    # served the call, until it reports its reply, and the one waiting for the next): no inherited files
+    assert len(fds) <= 6, fds
     assert "rlimits" in pool.layers() and "process" in pool.layers() and "closed-fds" in pool.layers()
 
 
 def test_worker_builtins_are_exactly_the_safe_ones() -> None:
     policy = worker_mod._load_policy(str(POLICY_PATH))
     w = worker_mod.Worker(policy)
-    reply = w.call({"sha": "s1", "entry": "hook", "benchmark": "dbbench", "code": hook("return sorted(nb)"),
-                    "ctx": {}, "nb": {"b": 1, "a": 2}})
+    assert w.call({"sha": "s1", "entry": "hook", "ctx": {}, "nb": {}})["status"] == "error"  # nothing loaded yet
+    assert w.load({"sha": "s1", "style": "harness_r1", "benchmark": "dbbench", "code": hook("return sorted(nb)")}) == {"status": "ok"}
+    reply = w.call({"sha": "s1", "entry": "hook", "ctx": {}, "nb": {"b": 1, "a": 2}})
     assert reply == {"status": "ok", "value": ["a", "b"], "nb": {"b": 1, "a": 2}}
-    namespace = w.modules["s1"]
-    assert sorted(namespace["__builtins__"]) == sorted(SAFE_BUILTIN_NAMES)
+    namespace = w.namespace
+    assert namespace is not None and sorted(namespace["__builtins__"]) == sorted(SAFE_BUILTIN_NAMES)
     assert sorted(k for k in namespace if k not in ("__builtins__", "hook")) == ["SequenceMatcher", "math", "re"]
-    # one code identity per worker: another module's sha is refused, with or without its code
-    for extra in ({}, {"code": hook("return 2")}):
-        other = w.call({"sha": "s2", "entry": "hook", "benchmark": "dbbench", "ctx": {}, "nb": {}, **extra})
-        assert other["status"] == "error" and "bound to another hook module" in other["error"] and other["recycle"]
-    assert w.call({"sha": "s1", "entry": "hook", "benchmark": "dbbench", "ctx": {}, "nb": {"z": 0}})["value"] == ["z"]
-    fresh = worker_mod.Worker(policy)
-    assert fresh.call({"sha": "s2", "entry": "hook", "benchmark": "dbbench", "ctx": {}, "nb": {}}) == {"status": "unknown_code"}
+    # one code identity per worker: a second load is refused, and a call for another module's sha
+    second = w.load({"sha": "s2", "style": "harness_r1", "benchmark": "dbbench", "code": hook("return 2")})
+    assert second["status"] == "error" and "bound to another hook module" in second["error"]
+    other = w.call({"sha": "s2", "entry": "hook", "ctx": {}, "nb": {}})
+    assert other["status"] == "error" and "bound to another hook module" in other["error"]
+    assert w.call({"sha": "s1", "entry": "hook", "ctx": {}, "nb": {"z": 0}})["value"] == ["z"]
+    bad = worker_mod.Worker(policy).load({"sha": "s3", "style": "harness_r1", "benchmark": "dbbench",
+                                          "code": hook("return open('/etc/passwd')")})
+    assert bad["status"] == "error" and bad["error"].startswith("rejected:")
+
+
+def _send(proc: subprocess.Popen, req: dict) -> dict:
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write((json.dumps(req) + "\n").encode())
+    proc.stdin.flush()
+    return json.loads(proc.stdout.readline())
 
 
 def test_worker_protocol_over_a_real_process() -> None:
@@ -164,16 +176,20 @@ def test_worker_protocol_over_a_real_process() -> None:
     try:
         assert proc.stdout is not None and proc.stdin is not None
         ready = json.loads(proc.stdout.readline())
-        assert ready["status"] == "ready" and "RLIMIT_AS" in ready["limits"]
-        req = {"id": 1, "sha": "abc", "entry": "hook", "benchmark": "dbbench", "ctx": {}, "nb": {}}
-        proc.stdin.write((json.dumps(req) + "\n").encode())
-        proc.stdin.flush()
-        assert json.loads(proc.stdout.readline())["status"] == "unknown_code"
-        req.update(id=2, code=hook("return {'ok': sorted(nb)}"), nb={"$s": [1]})
-        proc.stdin.write((json.dumps(req) + "\n").encode())
-        proc.stdin.flush()
-        reply = json.loads(proc.stdout.readline())
-        assert reply["status"] == "error" and "nb must be a dict" in reply["error"]
+        assert ready["status"] == "ready" and "RLIMIT_AS" in ready["limits"] and "RLIMIT_NPROC" in ready["limits"]
+        call_req = {"id": "1", "sha": "abc", "entry": "hook", "ctx": {}, "nb": {}}
+        first = _send(proc, call_req)  # a call before any load
+        assert first["status"] == "error" and "must load" in first["error"] and first["id"] == "1"
+        load = _send(proc, {"op": "load", "id": "2", "sha": "abc", "style": "harness_r1", "benchmark": "dbbench",
+                            "code": hook("return {'ok': sorted(nb)}")})
+        assert load == {"status": "ok", "id": "2"}
+        reply = _send(proc, dict(call_req, id="3", nb={"$s": [1]}))
+        assert reply["status"] == "error" and "nb must be a dict" in reply["error"] and reply["id"] == "3"
+        reply = _send(proc, dict(call_req, id="4", nb={"x": 1}))
+        assert reply["status"] == "ok" and reply["value"] == {"ok": ["x"]} and reply["id"] == "4"
+        again = _send(proc, {"op": "load", "id": "5", "sha": "abc", "style": "harness_r1", "benchmark": "dbbench",
+                             "code": hook("return 1")})
+        assert again["status"] == "error" and again["id"] == "5"  # read by a call's fork: no second module
     finally:
         proc.stdin.close()  # type: ignore[union-attr]
         assert proc.wait(timeout=5) == 0
@@ -198,6 +214,36 @@ def test_a_worker_killed_mid_call_is_reported_and_replaced(pool: SandboxPool) ->
     crashed, after = run(scenario())
     assert not crashed.ok and crashed.error is not None and "worker crashed" in crashed.error
     assert after.ok
+
+
+def test_a_call_whose_fork_dies_is_reported_and_the_next_call_runs(pool: SandboxPool) -> None:
+    """Each call runs in a fork of the loaded worker: when that fork dies before replying (here
+    killed from outside; a limit or a crash in C code does the same), the call says so in one line
+    and the pool starts over cleanly."""
+    slow = hook("return sum(range(10**10))")
+    pool.call_timeout_s = 20.0
+
+    async def scenario() -> tuple[CallResult, CallResult]:
+        task = asyncio.ensure_future(call(pool, slow))
+        sha = pool.code_sha(slow, "hook", "dbbench")
+        forks: list[int] = []
+        for _ in range(400):
+            await asyncio.sleep(0.02)
+            for pid in pool.pids(sha):
+                forks = [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+            if forks:
+                break
+        assert forks, "the call's fork was not found"
+        for pid in forks:
+            os.kill(pid, signal.SIGKILL)
+        return await task, await call(pool, slow.replace("10**10", "10"))
+
+    if not Path(f"/proc/{os.getpid()}/task/{os.getpid()}/children").exists():
+        pytest.skip("needs /proc/<pid>/task/<pid>/children")
+    crashed, after = run(scenario())
+    assert not crashed.ok and crashed.error is not None
+    assert "worker crashed" in crashed.error and "died before replying" in crashed.error and "\n" not in crashed.error
+    assert after.ok and after.value == 45
 
 
 def test_dead_idle_worker_is_replaced(pool: SandboxPool) -> None:
@@ -396,13 +442,17 @@ def test_auto_picks_the_strongest_and_probes_once() -> None:
     "x = list(map(str, range(4 * 10 ** 6)))\nreturn len(x)",  # many small objects (arenas)
     "x = [0] * (60 * 10 ** 6)\nreturn None",
 ])
-def test_a_worker_that_grew_big_is_not_kept_idle(pool: SandboxPool, body: str) -> None:
-    """Freed memory need not return to the system: a worker whose peak passed RECYCLE_PEAK_RSS_KB is
-    discarded after its reply (the reply itself is unchanged), so idle workers cannot pile up gigabytes."""
+def test_a_big_call_leaves_the_idle_worker_small(pool: SandboxPool, body: str) -> None:
+    """Freed memory need not return to the system, but a call's memory is its fork's, gone when it
+    exits: the worker kept idle stays small however much a call took, so idle workers cannot pile up gigabytes."""
     pool.call_timeout_s = 10.0
     code = hook(body)
     result = run(pool.call(code, "hook", "dbbench", {}, {}))
     assert result.ok, result.error
-    assert pool.pids(pool.code_sha(code, "hook", "dbbench")) == [] and not pool._idle
-    small = run(pool.call(TRIVIAL, "hook", "dbbench", CTX, {}))
-    assert small.ok and len(pool._idle) == 1  # an ordinary worker stays
+    (pid,) = pool.pids(pool.code_sha(code, "hook", "dbbench"))
+    status = Path(f"/proc/{pid}/status")
+    if not status.exists():
+        pytest.skip("needs /proc")
+    rss_kb = next(int(line.split()[1]) for line in status.read_text().splitlines() if line.startswith("VmRSS:"))
+    assert rss_kb < 100 * 1024, rss_kb
+    assert run(pool.call(code, "hook", "dbbench", {}, {})).ok and pool.pids(pool.code_sha(code, "hook", "dbbench")) == [pid]

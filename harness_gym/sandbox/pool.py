@@ -19,7 +19,10 @@ The worker re-checks the AST policy and runs the entry with safe builtins, a lin
 and an in-process alarm. The time budget is also enforced from here: a call that does
 not answer in time (C-level work ignores alarms) gets its worker killed and replaced.
 Replies are JSON only — nothing from a worker is ever unpickled. ``nb`` travels with each
-call and back, so no per-episode state lives in a worker.
+call and back, so no per-episode state lives in a worker; each call runs in a fork of the
+loaded worker that exits after it, with address-space randomization off where the kernel
+allows (``fixed-addresses`` in ``layers()``), so a hook that looks at object addresses sees
+the same ones for the same request in every worker and every rerun (``worker.py``).
 
 Workers are plain ``subprocess.Popen`` pipes driven by ``loop.add_reader``/
 ``add_writer``, so one pool keeps working across event loops (``asyncio.run`` per call).
@@ -57,7 +60,6 @@ MAX_REPLY_BYTES = 2 * 1024 * 1024
 MAX_CTX_BYTES = 4 * 1024 * 1024
 START_TIMEOUT_S = 20.0
 START_ATTEMPTS = 3
-RECYCLE_CPU_S = 60.0
 INNER_ALARM_FRACTION = 0.8
 DEFAULT_MAX_IDLE = 8
 DEFAULT_LINE_BUDGET = 2000  # traced hook lines per call
@@ -84,7 +86,6 @@ class _Worker:
     loaded: bool = False  # whether it has received that code
     credentials: dict = field(default_factory=dict)  # from its ready line
     buffer: bytearray = field(default_factory=bytearray)
-    cpu: float = 0.0
     next_id: int = 0
 
     @property
@@ -142,6 +143,7 @@ class SandboxPool:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._tmp: str | None = None
         self._limits: list[str] = []
+        self._fixed_addresses: bool | None = None  # from the last worker's ready line
         self._closed = False
 
     # ------------------------------------------------------------------ public
@@ -159,8 +161,10 @@ class SandboxPool:
                   "size-caps"]
         if self._limits or (os.name == "posix" and not self._all):
             layers.append("rlimits")
-        layers += ["scrubbed-env", "closed-fds", "one-module-per-worker", *self.isolation.layers]
-        return layers
+        layers += ["scrubbed-env", "closed-fds", "one-module-per-worker", "fork-per-call"]
+        if self._fixed_addresses:  # known once a worker has started
+            layers.append("fixed-addresses")
+        return layers + list(self.isolation.layers)
 
     def pids(self, sha: str | None = None) -> list[int]:
         """Host process ids of the live worker interpreters (of code ``sha`` only, if given)."""
@@ -246,9 +250,7 @@ class SandboxPool:
         return worker
 
     def _release(self, worker: _Worker, reply: dict[str, Any]) -> None:
-        cpu = reply.get("cpu")
-        worker.cpu = float(cpu) if isinstance(cpu, (int, float)) else worker.cpu
-        if reply.get("recycle") or worker.cpu > RECYCLE_CPU_S or not worker.alive or self.max_idle == 0:
+        if reply.get("recycle") or not worker.alive or self.max_idle == 0:
             self._discard(worker)
             return
         self._idle[worker] = worker.sha
@@ -330,30 +332,37 @@ class SandboxPool:
                                         f"({worker.credentials}); refusing to run hooks as root"))
         limits = ready.get("limits")
         self._limits = [str(x) for x in limits] if isinstance(limits, list) else []
+        self._fixed_addresses = ready.get("fixed_addresses") is True
         return worker
 
     async def _exchange(self, worker: _Worker, request: dict[str, Any], code: str) -> dict[str, Any]:
         if worker.sha != request["sha"]:  # never happens through call(); a worker runs one module only
             raise _WorkerDied("worker bound to another hook module")
-        send_code = not worker.loaded
-        for _ in range(2):
-            worker.next_id += 1
-            msg = dict(request, id=worker.next_id)
-            if send_code:
-                msg["code"] = code
-            await self._write(worker, dumps(msg))
-            reply = await self._read_line(worker)
-            if reply.get("id") != worker.next_id:
-                raise _WorkerDied("reply out of order")
-            if reply.get("status") == "unknown_code" and not send_code:
-                send_code = True
-                continue
+        if not worker.loaded:
+            style = "harness_r1" if request["entry"] == "hook" else "module"
+            reply = await self._round_trip(worker, {"op": "load", "sha": request["sha"], "benchmark": request["benchmark"],
+                                                    "style": style, "code": code})
+            if reply.get("status") != "ok":
+                return dict(reply, recycle=True)  # rejected by the policy or not compiled: nothing to keep
             worker.loaded = True
-            self.served.setdefault(worker.pid, set()).add(request["sha"])
-            while len(self.served) > MAX_SERVED_RECORDS:
-                self.served.pop(next(iter(self.served)))
-            return reply
-        raise _WorkerDied("worker keeps asking for code")
+        reply = await self._round_trip(worker, {k: v for k, v in request.items() if k != "benchmark"})
+        self.served.setdefault(worker.pid, set()).add(request["sha"])
+        while len(self.served) > MAX_SERVED_RECORDS:
+            self.served.pop(next(iter(self.served)))
+        return reply
+
+    async def _round_trip(self, worker: _Worker, msg: dict[str, Any]) -> dict[str, Any]:
+        worker.next_id += 1
+        # fixed width: the call's fork parses this line, and its length must not depend on how many
+        # calls the worker served before (addresses a hook can see follow the fork's allocations)
+        rid = f"{worker.next_id:012d}"
+        await self._write(worker, dumps(dict(msg, id=rid)))
+        reply = await self._read_line(worker)
+        if reply.get("crashed"):
+            raise _WorkerDied(one_line(str(reply.get("error"))))
+        if reply.get("id") != rid:
+            raise _WorkerDied("reply out of order")
+        return reply
 
     async def _write(self, worker: _Worker, data: bytes) -> None:
         fd = worker.proc.stdin.fileno()  # type: ignore[union-attr]
