@@ -74,7 +74,9 @@ MAX_PAGES = 2
 # broke 8 where the same nonsense lines in the prompt broke 9 and fixed 2)
 TEXT_COST = TextCost(per_word=0.03, cap=0.9, skills=0.0)
 SKILL_WEIGHT = 0.0  # ... and unread: a misleading skill broke 2 and fixed 3 of 90 real tasks
-_OBS = re.compile(r"^(?:Action: (?P<action>.*?)\n\n)?(?:The initial observation|Observation):\n(?P<obs>.*?)\n\nAvailable Actions:\n(?P<aa>.*)$", re.DOTALL)
+# the runtime's page message: its own ``Available Actions`` block ends it, so the last one is the world's (an
+# observation slot can hold patch text — the text-only nudge — and with it a block of its own)
+_OBS = re.compile(r"^(?:Action: (?P<action>.*?)\n\n)?(?:The initial observation|Observation):\n(?P<obs>.*)\n\nAvailable Actions:\n(?P<aa>.*)$", re.DOTALL)
 _PRICE = re.compile(r"\$([\d,]+(?:\.\d+)?)")
 _FILLER = re.compile(r"\b(i'm|i am|i need|i want to buy|i want|looking for|find me|that is|which is|with|and|a|an|the|in|color|size|flavor|scent)\b", re.IGNORECASE)
 
@@ -139,20 +141,60 @@ def _parse_obs(text: str) -> tuple[str | None, str, list[str]] | None:
     return m.group("action"), m.group("obs"), clickables
 
 
+def _pages(messages: list[Message]) -> list[tuple[str, Message, tuple[str | None, str, list[str]] | None]]:
+    """Each message after the system prompt, as the runtime placed it: ``("page", msg, parsed)`` for a page the
+    world showed, ``("hook", msg, None)`` for a hook's message (a hint, a block's or a rewrite's message), and
+    ``("other", msg, None)`` for the model's turns and the runtime's notices.
+
+    A page is every tool result, and a user message only where the runtime puts one: the initial page, and the page
+    re-sent after a turn without an action (text only, an invalid call). A user message shaped like a page anywhere
+    else was written by a patch: the model reads it as text; it shows nothing of the world (it cannot make a click
+    that the page does not offer succeed, nor hide one it does)."""
+    out: list[tuple[str, Message, tuple[str | None, str, list[str]] | None]] = []
+    page_next = True  # the runtime's next user message is a page: the initial one
+    for msg in messages[1:]:
+        role, text = msg.get("role"), str(msg.get("content") or "")
+        if role == "assistant":
+            page_next = not _acts(msg)
+            out.append(("other", msg, None))
+            continue
+        if role == "user" and is_notice(text):
+            page_next = True  # a history window cut here: the first page-shaped message after the cut is read as one
+            out.append(("other", msg, None))
+            continue
+        parsed = _parse_obs(text) if role == "tool" or (role == "user" and page_next) else None
+        if parsed is not None:
+            page_next = False
+            out.append(("page", msg, parsed))
+        elif role == "user" and text and not text.startswith(("No valid tool call", "Task limit")):
+            out.append(("hook", msg, None))
+        else:
+            out.append(("other", msg, None))
+    return out
+
+
+def _acts(msg: Message) -> bool:
+    """Does this assistant turn carry an action the runtime runs (a known tool with an argument)? After one that
+    does not, the runtime re-sends the page as a user message."""
+    calls = msg.get("tool_calls") or []
+    if not calls:
+        return False
+    call = ToolCall.from_message_call(calls[0])
+    args = call.arguments if isinstance(call.arguments, dict) else {}
+    return call.name in ("search_action", "click_action") and bool(args) and "__unparsed__" not in args
+
+
 def read_history(messages: list[Message]) -> tuple[list[Turn], str, list[str], list[str]]:
-    """Turns so far, the current observation and clickables, and hook advice texts."""
+    """Turns so far, the current observation and clickables (from the world's pages only), and hook advice texts."""
     turns: list[Turn] = []
     obs, clickables = "", list[str]()
     advice: list[str] = []
-    for msg in messages[1:]:
-        role, text = msg.get("role"), str(msg.get("content") or "")
-        parsed = _parse_obs(text) if role in ("user", "tool") else None
+    for kind, msg, parsed in _pages(messages):
         if parsed is not None:
             executed, obs, clickables = parsed
             if turns and turns[-1].after_obs is None:
                 turns[-1].executed, turns[-1].after_obs = executed, obs
-            continue
-        if role == "assistant":
+        elif msg.get("role") == "assistant":
             calls = msg.get("tool_calls") or []
             turn = Turn(obs, list(clickables))
             if calls:
@@ -160,7 +202,8 @@ def read_history(messages: list[Message]) -> tuple[list[Turn], str, list[str], l
                 args = call.arguments if isinstance(call.arguments, dict) else {}
                 turn.tool, turn.value = call.name, str(next(iter(args.values()), "")) if args else ""
             turns.append(turn)
-        elif _is_hook_message(msg, text):
+        elif kind == "hook":
+            text = str(msg.get("content") or "")
             advice.append(text)
             if turns and turns[-1].after_obs is None:
                 turns[-1].advice.append(text)
@@ -195,17 +238,12 @@ def respond(request: ChatRequest) -> Message:
     return agent.guarded(agent.act())
 
 
-def _is_hook_message(msg: Message, text: str) -> bool:
-    """A user message a hook wrote (a hint, a block's or a rewrite's message): not an observation, not the
-    runtime's own notices."""
-    return (msg.get("role") == "user" and bool(text) and _parse_obs(text) is None and not is_notice(text)
-            and not text.startswith(("No valid tool call", "Task limit")))
-
-
 def _pre_hint(messages: list[Message]) -> str | None:
     """The text of a hook's message placed right before this turn (``make_pre_hint``), if the last message is one."""
-    text = str(messages[-1].get("content") or "") if messages else ""
-    return text if messages and _is_hook_message(messages[-1], text) else None
+    pages = _pages(messages)
+    if not pages or pages[-1][0] != "hook":
+        return None
+    return str(pages[-1][1].get("content") or "")
 
 
 def price_of(tag: str) -> float:
