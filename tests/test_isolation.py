@@ -308,13 +308,18 @@ def test_a_large_parent_does_not_make_every_worker_look_like_a_memory_bomb(level
 
 ADDRESSES = """
 import asyncio, json, sys
+from pathlib import Path
+from harness_gym.sandbox import isolation
 from harness_gym.sandbox.pool import SandboxPool
+if sys.argv[4] != "-":  # the worker's files from another place (another checkout, a longer path)
+    isolation.WORKER_PATH = Path(sys.argv[4]) / "worker.py"
+    isolation.POLICY_PATH = Path(sys.argv[4]) / "policy.py"
 LOOK = '''def helper(x):
     return x
 def on_before_action(ctx, nb):
     seen = {helper, on_before_action, SequenceMatcher(None, 'a', 'b'), re.match('a', 'a'), str, math}
     nb['trail'] = nb.get('trail', '') + str(map(int, []))
-    return {'type': 'inject_hint', 'message': str(filter(None, [])) + ' ' + str([str(x)[-8:] for x in seen])}
+    return {'type': 'inject_hint', 'message': str(filter(None, [])) + ' ' + str(ctx.get) + ' ' + str([str(x)[-8:] for x in seen])}
 '''
 OTHER = "def on_before_action(ctx, nb):\\n    return {'type': 'inject_hint', 'message': str(zip()) * len(ctx)}\\n"
 REQUESTS = [({"obs": "x"}, {}), ({"obs": "y" * 5000, "more": [1, 2, 3]}, {"k": "v"}), ({}, {"trail": "t"})]
@@ -339,26 +344,54 @@ asyncio.run(main(sys.argv[1], [int(c) for c in sys.argv[2]], sys.argv[3] == "1")
 """
 
 
-@pytest.mark.parametrize("level", ["bwrap", "unshare", "process"])
-def test_a_hook_sees_the_same_addresses_in_every_worker_and_rerun(level: str) -> None:
-    """Hooks can see object addresses (a map object's str, the order of a set of functions), so a
-    patch can branch on them; before, one patch on one batch scored differently from process to
-    process and from worker to worker. Each call runs in a fork of the loaded worker (the same heap
-    every time) without address-space randomization: the same request gets the same answer in
-    parents with other hash seeds, other call orders and a worker pair shared concurrently."""
+def _unlimited_stack() -> None:
+    import resource
+
+    _, hard = resource.getrlimit(resource.RLIMIT_STACK)
+    resource.setrlimit(resource.RLIMIT_STACK, (hard, hard))
+
+
+def test_a_hook_sees_the_same_addresses_in_every_worker_level_checkout_and_rerun(tmp_path: Path) -> None:
+    """Hooks can see object addresses (a map object's str, a bound method's, the order of a set of
+    functions), so a patch can branch on them; before, one patch on one batch scored differently
+    from process to process and from worker to worker, and (second review) from isolation level to
+    level, checkout to checkout, and with the parent's stack limit. Each call runs in a fork of the
+    loaded worker (the same heap every time), which was exec'd once more with randomization off, a
+    fixed stack limit and an argv and environment of fixed lengths: the same request gets the same
+    answer in parents with other hash seeds, call orders, concurrent workers, isolation levels,
+    worker paths and stack limits."""
     import json
+    import shutil
     import subprocess
     import sys
 
-    _available(level)
+    levels = []
+    for level in iso_mod.LEVELS:
+        try:
+            iso_mod.isolation(level)
+            levels.append(level)
+        except SandboxError:
+            pass
+    elsewhere = tmp_path / ("a-longer-checkout-path-" * 6) / "sandbox"
+    elsewhere.mkdir(parents=True)
+    for d in (elsewhere, *elsewhere.parents):  # uid 65534 reads the worker's files (process and unshare levels)
+        if d == tmp_path.parent:
+            break
+        d.chmod(0o755)
+    shutil.copy(iso_mod.WORKER_PATH, elsewhere / "worker.py")
+    shutil.copy(iso_mod.POLICY_PATH, elsewhere / "policy.py")
+    configs = [(level, "0120", "0", "-", None) for level in levels]
+    configs += [(levels[0], "2101", "1", "-", None), (levels[-1], "1002", "1", str(elsewhere), None),
+                (levels[0], "210", "0", str(elsewhere), _unlimited_stack)]
     runs = []
-    for seed, order, together in (("1", "0120", "0"), ("2", "2101", "1"), ("3", "1002", "1")):
-        done = subprocess.run([sys.executable, "-c", ADDRESSES, level, order, together], capture_output=True, text=True,
-                              timeout=120, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT), "PYTHONHASHSEED": seed})
-        assert done.returncode == 0, done.stderr[-2000:]
+    for n, (level, order, together, where, preexec) in enumerate(configs):
+        done = subprocess.run([sys.executable, "-c", ADDRESSES, level, order, together, where], capture_output=True,
+                              text=True, timeout=120, cwd=ROOT, preexec_fn=preexec,
+                              env={**os.environ, "PYTHONPATH": str(ROOT), "PYTHONHASHSEED": str(n + 1)})
+        assert done.returncode == 0, (level, where, done.stderr[-2000:])
         runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
-    assert "fork-per-call" in runs[0]["layers"] and "fixed-addresses" in runs[0]["layers"], runs[0]["layers"]
-    answers = {key: {json.dumps(a) for r in runs for a in r["out"][key]} for key in "012"}
+    assert all("fork-per-call" in r["layers"] and "fixed-addresses" in r["layers"] for r in runs), runs[0]["layers"]
+    answers = {key: {json.dumps(a) for r in runs for a in r["out"].get(key, [])} for key in "012"}
     assert all(len(a) == 1 for a in answers.values()), answers
     assert "0x" in next(iter(answers["0"]))  # the hook did see an address
 

@@ -246,6 +246,46 @@ def test_a_call_whose_fork_dies_is_reported_and_the_next_call_runs(pool: Sandbox
     assert after.ok and after.value == 45
 
 
+def _forks(pid: int) -> list[int]:
+    return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+
+
+def _limit(pid: int, name: str) -> str:
+    row = next(line for line in Path(f"/proc/{pid}/limits").read_text().splitlines() if line.startswith(name))
+    return row[len(name):].split()[0]
+
+
+def test_the_cpu_and_process_limits_bind_each_calls_fork_not_the_worker(pool: SandboxPool) -> None:
+    """The worker forks every call and its own CPU time grows with each (~0.4 ms): a CPU limit on
+    it would one day kill a call that did nothing wrong (second review: after ~650,000 calls). The
+    limits that bind hook code are set in each call's fork, which refuses to run a hook without them."""
+    if not Path(f"/proc/{os.getpid()}/task/{os.getpid()}/children").exists():
+        pytest.skip("needs /proc/<pid>/task/<pid>/children")
+    assert run(call(pool, TRIVIAL)).ok
+    (pid,) = pool.pids()
+    time.sleep(0.3)  # the call's own fork exits after its reply
+    waiting = _forks(pid)
+    assert len(waiting) == 1, waiting  # the next call's fork, ready
+    assert _limit(waiting[0], "Max cpu time") == "300" and _limit(waiting[0], "Max processes") == "0"
+    assert _limit(pid, "Max cpu time") != "300" and _limit(pid, "Max processes") != "0"
+    assert _limit(pid, "Max address space") == _limit(waiting[0], "Max address space") == "1073741824"
+
+
+def test_an_idle_workers_fork_killed_from_outside_costs_no_call(pool: SandboxPool) -> None:
+    """When the fork waiting for an idle worker's next call dies (the OOM killer, an operator), the
+    worker goes away and the next call starts a new one. Before, the worker wrote a "crashed" line
+    nobody had asked for, and the next call read it as its own reply and failed."""
+    if not Path(f"/proc/{os.getpid()}/task/{os.getpid()}/children").exists():
+        pytest.skip("needs /proc/<pid>/task/<pid>/children")
+    assert run(call(pool, TRIVIAL)).ok
+    (pid,) = pool.pids()
+    for fork in _forks(pid):
+        os.kill(fork, signal.SIGKILL)
+    time.sleep(0.3)
+    after = run(call(pool, TRIVIAL))
+    assert after.ok, after.error
+
+
 def test_dead_idle_worker_is_replaced(pool: SandboxPool) -> None:
     assert run(call(pool, TRIVIAL)).ok
     for pid in pool.pids():

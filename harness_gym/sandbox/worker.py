@@ -23,13 +23,17 @@ One worker serves one code identity: its first request (``load``) binds it to a 
 share an interpreter.
 
 Each call runs in a fork of the loaded worker, which exits after its reply: every call
-starts from the same memory state, and with address-space randomization off (the worker
-re-execs itself with ``ADDR_NO_RANDOMIZE`` where the kernel allows it) from the same
-addresses in every worker and every rerun. Hooks can see addresses (``str(map(f, x))``
-prints one, a set of functions iterates in address order), so without both one patch on
-one batch could score differently from run to run, depending on which calls a worker
-had served before and where the kernel put its heap. The fork reads its own request, so
-the loaded worker's memory does not depend on earlier requests either.
+starts from the same memory state. The worker starts in two stages: the first does what
+depends on how it was started (the isolation level's read-only remount) and execs the
+second with address-space randomization off (``ADDR_NO_RANDOMIZE``, where the kernel
+allows it), a fixed soft stack limit and an argv and environment of fixed lengths
+(``_exec_canonical``), so the loaded worker's heap, and every fork's, is the same at every
+isolation level, in every checkout and every rerun. Hooks can see addresses
+(``str(map(f, x))`` prints one, a set of functions iterates in address order), so without
+this one patch on one batch could score differently from run to run, depending on which
+calls a worker had served before, where the kernel put its heap and how long a path was.
+The fork reads its own request, so the loaded worker's memory does not depend on earlier
+requests either.
 
 Protocol: one JSON object per line on stdin/stdout.
   -> {"op": "load", "id", "sha", "benchmark", "style", "code"}   (once, first)
@@ -188,9 +192,12 @@ LIMITS = {
     "RLIMIT_CPU": 300,
     "RLIMIT_FSIZE": 0,
     "RLIMIT_NOFILE": 16,
-    "RLIMIT_NPROC": 0,  # set in each call's fork: the worker itself must fork
+    "RLIMIT_NPROC": 0,
     "RLIMIT_CORE": 0,
 }
+# Set in each call's fork, not in the worker: it must fork, and its own CPU time grows with every
+# call it forks (a limit there would one day kill a call that did nothing wrong).
+FORK_LIMITS = ("RLIMIT_CPU", "RLIMIT_NPROC")
 
 
 def _set_limits(names: tuple[str, ...]) -> list[str]:
@@ -376,37 +383,58 @@ def fixed_addresses() -> bool:
     return current != -1 and bool(current & _ADDR_NO_RANDOMIZE)
 
 
-def _exec_without_randomization() -> None:
-    """Re-exec this interpreter with ``ADDR_NO_RANDOMIZE`` set; return where it is set already
-    or the kernel refuses it (e.g. Docker's default seccomp profile; ``fixed_addresses()`` then
-    says so and the pool leaves out the ``fixed-addresses`` layer).
+SERVE = "--serve"  # stage 2 (see main)
+DROP = "--drop="  # stage 2's "--drop=1" / "--drop=0": one width either way
+STACK_LIMIT = 8 << 20  # stage 2's soft stack limit: with randomization off it places every mapping
+PATH_WIDTH = 1024  # stage 2's script and policy paths are padded with leading "/" to a multiple of this
+
+
+def _exec_canonical(policy_path: str, drop: bool) -> int:
+    """Exec stage 2: this interpreter with ``ADDR_NO_RANDOMIZE`` set (where the kernel allows it;
+    Docker's default seccomp profile does not, and ``fixed_addresses()`` then says so), a fixed
+    soft stack limit, and an argv and environment of the same lengths however the worker was
+    started — the worker's path differs between installs and isolation levels, bwrap adds
+    ``PWD`` — so the heap a hook sees is the same at every level, in every checkout and every
+    rerun. Returns only when the exec failed (the refusal's exit status).
 
     An exec that gains capabilities clears the flag: bwrap as root hands over a few permitted
     capabilities under a full bounding set, from which the exec would grant the rest. So the
     bounding set is first cut to the permitted set (the drop later empties both anyway).
     """
     import os
+    import resource
 
+    _, hard = resource.getrlimit(resource.RLIMIT_STACK)
+    soft = STACK_LIMIT if hard == resource.RLIM_INFINITY else min(STACK_LIMIT, hard)
+    resource.setrlimit(resource.RLIMIT_STACK, (soft, hard))
     current = _personality(_PERSONALITY_QUERY)
-    if current == -1 or current & _ADDR_NO_RANDOMIZE:
-        return
-    if os.geteuid() == 0:
-        try:
-            libc = _libc()
-            permitted = _capabilities(libc)["permitted"]
-        except (OSError, AttributeError):
-            return
-        for cap in range(64):
-            if libc.prctl(_PR_CAPBSET_READ, cap, 0, 0, 0) < 0:
-                break
-            if not permitted >> cap & 1:
-                libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0)  # a refusal only costs the flag
-    if _personality(current | _ADDR_NO_RANDOMIZE) == -1 or not fixed_addresses():
-        return
-    env = dict(os.environ)
-    if env.get("LC_CTYPE") == "C.UTF-8":  # Python's own C-locale coercion (PEP 538), redone after the exec
-        del env["LC_CTYPE"]
-    os.execve(sys.executable, sys.orig_argv, env)
+    if current != -1 and not current & _ADDR_NO_RANDOMIZE:
+        if os.geteuid() == 0:
+            try:
+                libc = _libc()
+                permitted = _capabilities(libc)["permitted"]
+                for cap in range(64):
+                    if libc.prctl(_PR_CAPBSET_READ, cap, 0, 0, 0) < 0:
+                        break
+                    if not permitted >> cap & 1:
+                        libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0)  # a refusal only costs the flag
+            except (OSError, AttributeError):
+                pass
+        _personality(current | _ADDR_NO_RANDOMIZE)  # a refusal: addresses stay randomized
+    script = sys.argv[0]
+    interpreter_flags = sys.orig_argv[1:sys.orig_argv.index(script)]
+    args = [sys.executable, *interpreter_flags, _padded(script), _padded(policy_path), SERVE, f"{DROP}{int(drop)}"]
+    env = {"PATH": os.environ.get("PATH", ""), "PYTHONHASHSEED": os.environ.get("PYTHONHASHSEED", "")}
+    try:
+        os.execve(sys.executable, args, env)
+    except OSError as exc:
+        return _refuse_to_start(_one_line(f"cannot exec the serving interpreter: {exc}"))
+    return 3  # not reached
+
+
+def _padded(path: str) -> str:
+    width = -(-max(len(path), 1) // PATH_WIDTH) * PATH_WIDTH
+    return "/" * (width - len(path)) + path
 
 
 def _capabilities(libc: Any) -> dict[str, int]:
@@ -604,10 +632,18 @@ def main(argv: list[str] | None = None) -> int:
     import os
 
     argv = sys.argv[1:] if argv is None else argv
-    _exec_without_randomization()
-    policy = _load_policy(argv[0])
     flags = argv[1:]
-    to_nobody = "--drop" in flags
+    if "--probe" not in flags and SERVE not in flags:
+        # Stage 1: what depends on how the worker was started (its paths, the isolation level's mounts),
+        # then a fresh interpreter that serves hooks (stage 2) from one canonical start (_exec_canonical).
+        try:
+            if "--readonly" in flags:
+                remount_readonly()
+        except OSError as exc:
+            return _refuse_to_start(_one_line(f"cannot remount read-only: {exc}"))
+        return _exec_canonical(argv[0], "--drop" in flags)
+    policy = _load_policy(argv[0])
+    to_nobody = "--drop" in flags or f"{DROP}1" in flags
     if sys.flags.hash_randomization:
         # set iteration order would differ from worker to worker, and a rerun from its original
         return _refuse_to_start("string hashing is randomized: start the worker with PYTHONHASHSEED=0 and without "
@@ -625,7 +661,7 @@ def main(argv: list[str] | None = None) -> int:
     warm.load({"sha": "warmup", "style": "harness_r1", "benchmark": "dbbench", "code": _WARMUP})
     warm.call({"sha": "warmup", "entry": "hook", "ctx": {"x": "a"}, "nb": {}})
     try:
-        if "--readonly" in flags:
+        if "--readonly" in flags:  # the probe; a serving worker remounted in stage 1
             remount_readonly()
         creds = drop_privileges(to_nobody)
     except OSError as exc:
@@ -645,13 +681,11 @@ def main(argv: list[str] | None = None) -> int:
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
     os.close(devnull)
-    limits = _set_limits(tuple(n for n in LIMITS if n != "RLIMIT_NPROC"))
-    if "RLIMIT_NPROC" in LIMITS and limits:
-        limits.append("RLIMIT_NPROC")  # applied by each call's fork before it reads its request
+    limits = _set_limits(tuple(n for n in LIMITS if n not in FORK_LIMITS))
+    limits += [n for n in FORK_LIMITS if limits]  # each call's fork sets these, or refuses to run its hook
     sys.setrecursionlimit(400)
     worker = Worker(policy)
-    _write(out, {"status": "ready", "limits": limits, "pid": os.getpid(), "credentials": creds,
-                 "fixed_addresses": fixed_addresses()})
+    _write(out, {"status": "ready", "limits": limits, "credentials": creds, "fixed_addresses": fixed_addresses()})
     while worker.namespace is None:  # the load: the one request this process reads itself
         line = _read_request()
         if not line:
@@ -667,6 +701,11 @@ def main(argv: list[str] | None = None) -> int:
     return _serve_in_forks(worker, out)
 
 
+try:
+    import resource as _resource  # noqa: F401
+    _HAS_RESOURCE = True
+except ImportError:  # not POSIX: no limits anywhere
+    _HAS_RESOURCE = False
 _READ, _REPLIED, _END = b"q", b"r", b"e"  # what a call's fork reports to the worker
 _CRASHED = {"id": None, "status": "error", "crashed": True,
             "error": "the call's process died before replying (a memory, CPU or size limit, or a crash)"}
@@ -692,10 +731,11 @@ def _serve_in_forks(worker: Worker, out: int) -> int:
         said = _report(waiting)
         if said == _END:
             return 0
+        if said != _READ:  # killed before any request came: no call to answer, so none is answered
+            return 1
         serving = waiting
         waiting = _fork_call(worker, out, serving)
-        if said == _READ:
-            said = _report(serving)
+        said = _report(serving)
         os.close(serving)
         if said != _REPLIED:
             _write(out, _CRASHED)
@@ -730,11 +770,12 @@ def _fork_call(worker: Worker, out: int, other: int) -> int:
 
 
 def _serve_one(worker: Worker, out: int, report: int) -> None:
-    """In a call's fork: read one request (then report ``_READ``), run it, write the reply (then
-    report ``_REPLIED``); at the end of input report ``_END``."""
+    """In a call's fork: read one request (then report ``_READ``), run it, report ``_REPLIED`` and
+    write the reply (in that order: a fork that dies in between leaves the parent waiting for
+    its time budget, never a second reply); at the end of input report ``_END``."""
     import os
 
-    _set_limits(("RLIMIT_NPROC",))
+    limited = _set_limits(FORK_LIMITS)
     line = _read_request()
     if not line:
         os.write(report, _END)
@@ -744,7 +785,12 @@ def _serve_one(worker: Worker, out: int, report: int) -> None:
     try:
         req = json.loads(line)
         rid = req.get("id") if isinstance(req, dict) else None
-        reply = worker.call(req) if isinstance(req, dict) else {"status": "error", "error": "a request must be an object"}
+        if not isinstance(req, dict):
+            reply = {"status": "error", "error": "a request must be an object"}
+        elif _HAS_RESOURCE and len(limited) != len(FORK_LIMITS):
+            reply = {"status": "error", "error": f"the call's limits could not be set ({', '.join(FORK_LIMITS)})"}
+        else:
+            reply = worker.call(req)
     except _Budget as exc:
         reply = {"status": "error", "error": str(exc)}
     except MemoryError:
@@ -752,8 +798,8 @@ def _serve_one(worker: Worker, out: int, report: int) -> None:
     except Exception as exc:
         reply = {"status": "error", "error": _one_line(f"worker error: {type(exc).__name__} {exc}")}
     reply["id"] = rid
-    _write(out, reply)
     os.write(report, _REPLIED)
+    _write(out, reply)
 
 
 def _read_request() -> bytes:
