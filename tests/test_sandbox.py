@@ -496,3 +496,23 @@ def test_a_big_call_leaves_the_idle_worker_small(pool: SandboxPool, body: str) -
     rss_kb = next(int(line.split()[1]) for line in status.read_text().splitlines() if line.startswith("VmRSS:"))
     assert rss_kb < 100 * 1024, rss_kb
     assert run(pool.call(code, "hook", "dbbench", {}, {})).ok and pool.pids(pool.code_sha(code, "hook", "dbbench")) == [pid]
+
+
+def test_workers_without_fixed_addresses_are_announced_once(monkeypatch: pytest.MonkeyPatch,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """Where the kernel refuses personality(ADDR_NO_RANDOMIZE) (Docker's default seccomp profile) the
+    layer is missing from layers() and one stderr line says what that costs."""
+    import harness_gym.sandbox.pool as pool_mod
+
+    monkeypatch.setattr(pool_mod, "_WARNED", [])
+    pool_mod.warn_randomized_addresses()
+    pool_mod.warn_randomized_addresses()
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "randomization" in err and "score differently" in err
+    p = SandboxPool(workers=1)
+    try:
+        assert run(p.call(TRIVIAL, "hook", "dbbench", CTX, {})).ok
+        assert "fixed-addresses" in p.layers()  # this machine allows it, so nothing more was said
+        assert capsys.readouterr().err == ""
+    finally:
+        run(p.close())

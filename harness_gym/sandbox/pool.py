@@ -36,6 +36,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from collections import OrderedDict
@@ -112,6 +113,19 @@ class _Worker:
 
 class _WorkerDied(Exception):
     pass
+
+
+_WARNED: list[bool] = []
+
+
+def warn_randomized_addresses() -> None:
+    """Once per process, say on stderr that workers run with randomized addresses."""
+    if not _WARNED:
+        _WARNED.append(True)
+        print("harness-gym: hook sandbox workers run with address-space randomization (the kernel refused "
+              "personality(ADDR_NO_RANDOMIZE), e.g. under Docker's default seccomp profile): a patch that reads "
+              "object addresses can score differently from run to run; run on the host or allow personality(2)",
+              file=sys.stderr, flush=True)
 
 
 def _wake(fut: asyncio.Future) -> None:
@@ -333,6 +347,8 @@ class SandboxPool:
         limits = ready.get("limits")
         self._limits = [str(x) for x in limits] if isinstance(limits, list) else []
         self._fixed_addresses = ready.get("fixed_addresses") is True
+        if not self._fixed_addresses:
+            warn_randomized_addresses()
         return worker
 
     async def _exchange(self, worker: _Worker, request: dict[str, Any], code: str) -> dict[str, Any]:
