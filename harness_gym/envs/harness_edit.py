@@ -18,6 +18,11 @@ Reward
     Harness-R1 scored WebShop patches by), ``score`` elsewhere (0/1 rewards: the same
     number). ``info`` always reports both (``delta_score``, ``delta_success``). An invalid
     patch scores ``invalid_patch_reward`` (below a no-op's 0) without any rollout.
+Reset options
+    ``task_ids``: the batch, instead of the seed's draw. ``heldout_seed``: an integer >= 0; the
+    held-out batch (tasks and sampling seeds) is then drawn from it alone, disjoint from the
+    batch and from the seed's own held-out batch, instead of being the seed's public draw
+    (the leaderboard verifier draws it in secret). Without it the held-out batch is the seed's.
 Termination
     After ``max_edits`` patches (1 = Harness-R1's single step; >1 = Co-Harness-style
     sequential editing where each valid patch becomes the new base).
@@ -32,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 
 from harness_gym.envs.config import EnvConfig, default_metric
 from harness_gym.envs.spaces import MAX_OBSERVATION_CHARS, FreeText
@@ -116,6 +122,7 @@ class HarnessEditEnv(gym.Env):
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
         super().reset(seed=seed)
         options = options or {}
+        heldout_seed = _heldout_seed(options, self.config.heldout_batch_size)  # checked before anything is drawn
         rng = self.np_random
         if "task_ids" in options:
             missing = [t for t in options["task_ids"] if t not in self._by_id]
@@ -133,6 +140,8 @@ class HarnessEditEnv(gym.Env):
         rest = [self._pool[i] for i in order if self._identity[self._pool[i].task_id] not in batch_ids]
         self._heldout = rest[: self.config.heldout_batch_size]
         self._heldout_seeds = [int(s) for s in rng.integers(0, 2**31 - 1, size=len(self._heldout))]
+        if heldout_seed is not None:
+            self._draw_heldout(heldout_seed, batch_ids)
         self._base = self.default_harness
         self._edits = 0
         self.gold = GoldStrings.from_tasks(self.spec_, self._batch + self._heldout, self.default_harness)
@@ -154,6 +163,9 @@ class HarnessEditEnv(gym.Env):
             "metric": self.metric,
             "seeds": list(self._seeds),
         }
+        if heldout_seed is not None:  # only then: without the option, info is what it always was
+            info.update(heldout_seed=heldout_seed, heldout_batch=[t.task_id for t in self._heldout],
+                        heldout_seeds=list(self._heldout_seeds))
         return obs, info
 
     def step(self, action: str | bytes) -> tuple[str, float, bool, bool, dict[str, Any]]:
@@ -223,6 +235,27 @@ class HarnessEditEnv(gym.Env):
         super().close()
 
     # --- helpers ------------------------------------------------------------------------
+    def _draw_heldout(self, heldout_seed: int, batch_ids: set[str]) -> None:
+        """Replace the seed's public held-out batch with one drawn from ``heldout_seed`` alone.
+
+        The draw is the public one's recipe on its own generator: a permutation of the split, tasks
+        sharing an identity with the batch left out — and, here, the public held-out batch's tasks
+        too, so nothing a submitter could have scored for this seed is in it — the first
+        ``heldout_batch_size``, then their sampling seeds. The generator is
+        ``SeedSequence(heldout_seed, spawn_key=(1,))``: it shares no stream with ``reset(seed=…)``.
+        The batch, its sampling seeds and the packet are untouched."""
+        seen = batch_ids | {self._identity[t.task_id] for t in self._heldout}
+        rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence(heldout_seed, spawn_key=(HELDOUT_DRAW_KEY,))))
+        order = rng.permutation(len(self._pool))
+        rest = [self._pool[i] for i in order if self._identity[self._pool[i].task_id] not in seen]
+        if len(rest) < self.config.heldout_batch_size:
+            self._batch = []  # nothing was evaluated: step() asks for a reset
+            raise ConfigError(f"options['heldout_seed']: split {self.split!r} has {len(rest)} tasks outside the batch and "
+                              f"the public held-out batch, fewer than heldout_batch_size={self.config.heldout_batch_size}; "
+                              "lower it or use a larger split")
+        self._heldout = rest[: self.config.heldout_batch_size]
+        self._heldout_seeds = [int(s) for s in rng.integers(0, 2**31 - 1, size=len(self._heldout))]
+
     @property
     def batch_digest(self) -> str:
         return digest({"tasks": [self._identity[t.task_id] for t in self._batch], "seeds": self._seeds})
@@ -321,6 +354,21 @@ class HarnessEditEnv(gym.Env):
 
 
 ENV_ERROR_CHECKS = 2  # fresh reruns per harness before an environment error is put down to a harness
+HELDOUT_DRAW_KEY = 1  # the spawn key of the held-out draw's generator (``_draw_heldout``)
+
+
+def _heldout_seed(options: dict[str, Any], heldout_batch_size: int) -> int | None:
+    """``options["heldout_seed"]`` checked: None when absent (or None: the seed's public draw), else an int >= 0."""
+    value = options.get("heldout_seed")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+        raise ConfigError(f"options['heldout_seed']={one_line(repr(value), limit=40)}: expected an integer >= 0 (the seed of an independent "
+                          "held-out draw, e.g. secrets.randbelow(2**53)), or None for the seed's own held-out batch")
+    if not heldout_batch_size:
+        raise ConfigError(f"options['heldout_seed']={int(value)}: this env has heldout_batch_size=0, so there is no "
+                          "held-out batch to draw; make it with heldout_batch_size > 0 or drop the option")
+    return int(value)
 
 
 def _settle(result: EpisodeResult, reruns: list[EpisodeResult], others: list[list[EpisodeResult]]) -> EpisodeResult:

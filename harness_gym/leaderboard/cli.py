@@ -1,8 +1,8 @@
-"""``harness-gym leaderboard submit | verify | render | protocol | schema | rebuild-baselines``.
+"""``harness-gym leaderboard submit | verify | check-record | render | protocol | schema | rebuild-baselines``.
 
 Exit codes: 0 ok; 1 a submission was rejected (it breaks the schema or its table's protocol,
-or a claim does not reproduce) — the reason is one line on stderr; 2 a usage or
-configuration error.
+or a claim does not reproduce) or a record's held-out numbers do not recompute — the reason
+is one line on stderr; 2 a usage or configuration error.
 """
 from __future__ import annotations
 
@@ -32,9 +32,15 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     v.add_argument("submission", type=Path, nargs="+")
     v.add_argument("--limit", type=int, default=None, help="check only the first N episodes (a quick pre-check; no record)")
     v.add_argument("--record", action="store_true",
-                   help="maintainers: write DIR/verified/<name>.json with the outcome of the full rerun")
+                   help="maintainers: write DIR/verified/<name>.json with the outcome of the full rerun and, once "
+                        "every claim reproduced, the verifier's held-out draws from secret seeds")
     v.add_argument("--dir", type=Path, default=Path("leaderboards"), help="leaderboards folder (for --record)")
     v.add_argument("-q", "--quiet", action="store_true")
+
+    c = sub.add_parser("check-record", help="rerun the verifier's held-out draws a record reveals; fail on any mismatch")
+    c.add_argument("submission", type=Path, nargs="+", help="DIR/submissions/<name>.json (its record: DIR/verified/)")
+    c.add_argument("--dir", type=Path, default=Path("leaderboards"), help="leaderboards folder")
+    c.add_argument("-q", "--quiet", action="store_true")
 
     r = sub.add_parser("render", help="write leaderboards/README.md and one page per table")
     r.add_argument("--dir", type=Path, default=Path("leaderboards"))
@@ -90,7 +96,7 @@ def _verify(args: argparse.Namespace) -> int:
     from harness_gym.leaderboard.records import record_path, write_record
     from harness_gym.leaderboard.schema import SubmissionError
     from harness_gym.leaderboard.submission import load_submission
-    from harness_gym.leaderboard.verify import REJECTED, Verdict, verify_submission
+    from harness_gym.leaderboard.verify import REJECTED, Verdict, draw_heldout_seed, verify_submission
 
     if args.record and args.limit is not None:
         print("harness-gym leaderboard: --record needs the full rerun; drop --limit", file=sys.stderr)
@@ -106,7 +112,8 @@ def _verify(args: argparse.Namespace) -> int:
             status = 1
             continue
         try:
-            verdict = verify_submission(sub.data, limit=args.limit, progress=lambda m: _say(args, m))
+            verdict = verify_submission(sub.data, limit=args.limit, progress=lambda m: _say(args, m),
+                                        heldout_seeds=draw_heldout_seed if args.record else None)
         except SubmissionError as exc:
             verdict = Verdict(REJECTED, 0, f"rejected: {exc}")
         print(f"{path}: {verdict.message}", file=sys.stdout if verdict.accepted else sys.stderr)
@@ -117,13 +124,71 @@ def _verify(args: argparse.Namespace) -> int:
             except SubmissionError:
                 protocol = None
             try:
-                print(f"recorded {write_record(args.dir, sub, verdict, protocol)}")
+                print(f"recorded {write_record(args.dir, sub, verdict, protocol)}{_draws_note(verdict, sub.data)}")
             except OSError as exc:  # written to a temp file and renamed: the old record, if any, is intact
                 why = exc.strerror or type(exc).__name__
                 print(f"{path}: record {record_path(args.dir, path)} not written ({why}); nothing was replaced",
                       file=sys.stderr)
                 status = 2
     return status
+
+
+def _draws_note(verdict: Any, sub: dict[str, Any]) -> str:
+    """The recorded verifier held-out mean beside the claimed one (the seeds are in the record)."""
+    if not verdict.heldout:
+        return ""
+    from harness_gym.leaderboard.render import heldout_deltas
+
+    mine = [d.heldout_delta for d in verdict.heldout]
+    claimed = heldout_deltas(sub) or []
+    return (f" (verifier's held-out Δ {sum(mine) / len(mine):+.3f} over {len(mine)} secret draws; claimed "
+            f"{sum(claimed) / max(len(claimed), 1):+.3f})")
+
+
+def _check_record(args: argparse.Namespace) -> int:
+    from harness_gym.leaderboard.protocol import table_for
+    from harness_gym.leaderboard.records import RERUN, record_path, status
+    from harness_gym.leaderboard.schema import SubmissionError
+    from harness_gym.leaderboard.submission import load_submission
+    from harness_gym.leaderboard.verify import protocol_violation, recompute_heldout
+
+    code = 0
+    for path in args.submission:
+        try:
+            where = record_path(args.dir, path)
+            sub = load_submission(path)
+            problem = protocol_violation(sub.data)
+            if problem:
+                raise SubmissionError(problem)
+            protocol = table_for(sub.data["env"]["id"], sub.data["target"]["model"])
+            st = status(args.dir, sub, protocol)  # reads the record; a malformed one is one line naming it
+            if st.state == "unverified":
+                raise SubmissionError(f"no record {where}; the maintainers write it with `harness-gym leaderboard "
+                                      "verify --record`")
+            if st.state == "stale":
+                raise SubmissionError(f"{where}: a record of other bytes or other rules than {path} under table "
+                                      f"{protocol.key} now (stale: no ✓); {RERUN}")
+            if st.state == "outdated":
+                raise SubmissionError(f"{where}: a harness-gym-verification-v1 record predates the verifier's held-out "
+                                      f"draws: it has no seeds to recompute; {RERUN}")
+            if st.draws is None:
+                why = "its outcome is rejected" if st.state == "rejected" else f"{protocol.key} has no held-out batch"
+                print(f"{path}: {where}: no verifier draws to recompute ({why})")
+                continue
+            bad = recompute_heldout(sub.data, st.draws, progress=lambda m: _say(args, m))
+        except SubmissionError as exc:
+            print(f"{path}: {str(exc).removeprefix(f'{path}: ')}", file=sys.stderr)
+            code = 1
+            continue
+        if bad:
+            print(f"{path}: {where}: does not recompute: {bad}", file=sys.stderr)
+            code = 1
+        else:
+            how = "exactly" if protocol.tolerance == 0 else f"within {protocol.tolerance}"
+            mean = sum(d.heldout_delta for d in st.draws) / len(st.draws)
+            print(f"{path}: {where}: {len(st.draws)} verifier held-out draws recompute {how} "
+                  f"(mean held-out Δ {mean:+.3f})")
+    return code
 
 
 def _render(args: argparse.Namespace) -> int:
@@ -166,8 +231,8 @@ def _rebuild(args: argparse.Namespace) -> int:
     return 0
 
 
-_COMMANDS = {"submit": _submit, "verify": _verify, "render": _render, "protocol": _protocol, "schema": _schema,
-             "rebuild-baselines": _rebuild}
+_COMMANDS = {"submit": _submit, "verify": _verify, "check-record": _check_record, "render": _render,
+             "protocol": _protocol, "schema": _schema, "rebuild-baselines": _rebuild}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -2,7 +2,8 @@
 
 For every table of the target: bench the baseline policies on the protocol's seeds, build
 one submission per policy (``<benchmark>-<policy>.json`` for ``sim``,
-``<benchmark>-<target>-<policy>.json`` otherwise), verify each with a record, and render.
+``<benchmark>-<target>-<policy>.json`` otherwise), verify each with a record (the verifier's
+secret held-out draws included), and render.
 When a sim changes, this one command regenerates every baseline entry. ``sb3-select``
 needs a trained selector per benchmark; a missing one is trained first with the
 selector's own seeded defaults (``baselines/sb3_select/train.py``).
@@ -59,7 +60,7 @@ def rebuild_baselines(
     from harness_gym.leaderboard.records import write_record
     from harness_gym.leaderboard.render import render
     from harness_gym.leaderboard.submission import build_submission, load_submission, make_kwargs, save_submission
-    from harness_gym.leaderboard.verify import verify_submission
+    from harness_gym.leaderboard.verify import draw_heldout_seed, verify_submission
 
     chosen = [p for p in tables(target) if env_ids is None or p.env_id in env_ids]
     if not chosen:
@@ -82,7 +83,7 @@ def rebuild_baselines(
                                    description=f"built-in baseline: {policy}")
             save_submission(sub, path)
             loaded = load_submission(path)
-            verdict = verify_submission(loaded.data)
+            verdict = verify_submission(loaded.data, heldout_seeds=draw_heldout_seed)
             written += [path, write_record(directory, loaded, verdict, p)]
             say(f"{path}: {verdict.message}")
             if not verdict.accepted:

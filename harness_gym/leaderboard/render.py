@@ -2,7 +2,9 @@
 
 One table per (env id, target): sim and smol entries are never ranked together. Aggregates
 are recomputed from the per-episode claims; the ✓ comes from a verification record whose
-digests match the current file and rules (``records.py``), never from the submission.
+digests match the current file and rules (``records.py``), never from the submission, and
+✓ rows rank on the verifier's held-out Δ from that record (batches drawn from seeds the
+submitter never saw), with the claimed held-out Δ shown beside it.
 
 Every submitted string reaches the Markdown only through ``code()``: a one-line code span
 with no backtick, pipe, backslash, control or format character in it, so no submission can
@@ -44,26 +46,40 @@ class Row:
     policy: str
     n: int
     same: MeanCI
-    heldout: MeanCI | None
+    heldout: MeanCI | None  # the submitter's claimed held-out Δ (the seed's public held-out batch)
     valid_rate: float
     rollouts: float  # target rollouts spent scoring the policy's patches, per episode
     status: Status
     path: str
+    verifier: MeanCI | None = None  # the verifier's held-out Δ (secret draws, from the record); ✓ rows only
 
     @property
     def ranked(self) -> bool:
-        """Only a ✓ row gets a rank: an unverified, stale or rejected row's numbers are claims nobody reran."""
+        """Only a ✓ row gets a rank: an unverified, stale, outdated or rejected row's numbers are claims nobody
+        reran, or were rerun without the verifier's own held-out draws."""
         return self.status.state == "verified"
+
+    @property
+    def score(self) -> float | None:
+        """What a ✓ row is ranked on: the verifier's held-out mean, or (a table with no held-out batch) the
+        same-batch mean; rounded so that sums of the same rewards in another order tie. None: unranked."""
+        if not self.ranked:
+            return None
+        value = self.verifier.mean if self.verifier is not None else self.same.mean
+        return round(value, 9) if not math.isnan(value) else -math.inf
 
     @property
     def key(self) -> tuple[int, int, float, float, str]:
         same = self.same.mean if not math.isnan(self.same.mean) else -math.inf
         if self.status.state == "rejected":
             return (2, 0, 0.0, 0.0, self.name)
-        tier = 0 if self.ranked else 1  # claims nobody reran never rank above a rerun
-        if self.heldout is not None:
-            return (tier, 0, -self.heldout.mean, -same, self.name)
-        return (tier, 1, -same, 0.0, self.name)
+        if self.score is not None:
+            # the verifier's draw, never the claim: a claimed held-out Δ is on a batch the submitter could see,
+            # so it breaks no tie either (rows that tie share a rank; same-batch Δ only orders them on the page)
+            return (0, 0 if self.verifier is not None else 1, -self.score, -same, self.name)
+        if self.heldout is not None:  # claims nobody reran (or rerun without draws) never rank above a rerun
+            return (1, 0, -self.heldout.mean, -same, self.name)
+        return (1, 1, -same, 0.0, self.name)
 
 
 def heldout_deltas(sub: dict[str, Any]) -> list[float] | None:
@@ -90,8 +106,10 @@ def summarize(sub: dict[str, Any], state: Status, path: str = "") -> Row:
     valid = [e for e in eps if e["patch_valid"]]
     # an invalid patch never reaches a rollout; with attempts > 1 every attempt is counted as run
     spent = sum(batch * sub["attempts"] if (e["patch_valid"] or sub["attempts"] > 1) else 0 for e in eps)
+    verifier = mean_ci([d.heldout_delta for d in state.draws]) if state.state == "verified" and state.draws else None
     return Row(sub["name"], sub["policy"], len(eps), mean_ci([e["claimed"]["reward"] for e in eps]),
-               mean_ci(held) if held is not None else None, len(valid) / len(eps), spent / len(eps), state, path)
+               mean_ci(held) if held is not None else None, len(valid) / len(eps), spent / len(eps), state, path,
+               verifier)
 
 
 def _ci(ci: MeanCI | None) -> str:
@@ -105,21 +123,31 @@ def _ci(ci: MeanCI | None) -> str:
 def _mark(s: Status) -> str:
     if s.state == "verified":
         return "✓" + (f" (rerun with {code(s.verifier_version)})" if s.other_version else "")
-    return {"rejected": "✗ rejected", "stale": "– (changed since its rerun)"}.get(s.state, "–")
+    return {"rejected": "✗ rejected", "stale": "– (changed since its rerun)",
+            "outdated": "– (rerun before the verifier drew its own held-out batches: needs `verify --record`)"
+            }.get(s.state, "–")
+
+
+def _ranked_on(r: Row) -> str:
+    if r.heldout is None:
+        return "same-batch Δ (no held-out numbers)"
+    return "verifier's held-out Δ" if r.ranked and r.verifier is not None else "–"
 
 
 def table(rows: list[Row], link_prefix: str = "") -> str:
     rows = sorted(rows, key=lambda r: r.key)
-    heads = ["rank", "submission", "policy", "n", "held-out Δ [95% CI]", "same-batch Δ [95% CI]",
-             "valid", "rollouts/episode", "ranked on", "verified"]
+    heads = ["rank", "submission", "policy", "n", "verifier's held-out Δ [95% CI]", "claimed held-out Δ [95% CI]",
+             "same-batch Δ [95% CI]", "valid", "rollouts/episode", "ranked on", "verified"]
     out = ["| " + " | ".join(heads) + " |", "|" + "|".join("---" for _ in heads) + "|"]
-    rank = 0
+    rank, seen, last = 0, 0, None
     for r in rows:
-        rank += 1 if r.ranked else 0
+        if r.ranked:  # competition ranking: rows with the same score share the rank, the next one skips
+            seen += 1
+            rank, last = (rank if r.score == last else seen), r.score
         # r.name and r.path match ^[A-Za-z0-9][A-Za-z0-9._-]*$ (schema, and name == file stem)
         cells = [str(rank) if r.ranked else "–", f"[{r.name}]({link_prefix}{r.path})" if r.path else r.name,
-                 code(r.policy, 60), str(r.n), _ci(r.heldout), _ci(r.same), f"{r.valid_rate:.0%}", f"{r.rollouts:g}",
-                 "held-out Δ" if r.heldout is not None else "same-batch Δ (no held-out numbers)", _mark(r.status)]
+                 code(r.policy, 60), str(r.n), _ci(r.verifier), _ci(r.heldout), _ci(r.same), f"{r.valid_rate:.0%}",
+                 f"{r.rollouts:g}", _ranked_on(r), _mark(r.status)]
         out.append("| " + " | ".join(cells) + " |")
     return "\n".join(out)
 
@@ -138,16 +166,22 @@ def _details(subs: list[tuple[SubmissionFile, Status]]) -> str:
 
 LEGEND = (
     "Δ is the change in the batch's mean reward from the submitted patch, with a 95% t-interval over episodes. "
-    "**Held-out Δ** applies the same patch to a disjoint batch the policy never saw; **same-batch Δ** is the env's "
-    "reward on the batch the packet came from. Every episode of the protocol counts on both sides: an invalid patch "
-    f"changes nothing and scores the env's invalid-patch reward ({EnvConfig.invalid_patch_reward:+g}) on the batch "
-    "and on the held-out batch alike, so replacing an episode's patch with one that does not parse never helps. "
-    "Ranked on held-out Δ; rows without held-out numbers (a table with no held-out batch) come after, ranked "
-    "on same-batch Δ, and say so. Only ✓ rows are ranked; rows not (or no longer) verified follow, unranked, "
-    "whatever they claim. *valid*: share of patches that parsed and validated. *rollouts/episode*: target "
+    "**Verifier's held-out Δ** applies the same patch to a held-out batch the verifier drew for each episode from a "
+    "secret seed after the file was fixed — disjoint from the batch and from the seed's public held-out batch; the "
+    "seeds are published in the record (`verified/<name>.json`) and `harness-gym leaderboard check-record` recomputes "
+    "them. **Claimed held-out Δ** is the submitter's, on the seed's public held-out batch: it reproduces exactly, but "
+    "the submitter could see it. **Same-batch Δ** is the env's reward on the batch the packet came from. Every episode "
+    "of the protocol counts in every column: an invalid patch changes nothing and scores the env's invalid-patch "
+    f"reward ({EnvConfig.invalid_patch_reward:+g}) on the batch and on either held-out batch alike, so replacing an "
+    "episode's patch with one that does not parse never helps. Ranked on the verifier's held-out Δ (rows that tie share "
+    "a rank: the claimed column, which the submitter could see, breaks no tie); rows without "
+    "held-out numbers (a table with no held-out batch) come after, ranked on same-batch Δ, and say so. Only ✓ rows are "
+    "ranked; rows not (or no longer) verified, or verified before the verifier drew its own held-out batches, follow, "
+    "unranked, whatever they claim. *valid*: share of patches that parsed and validated. *rollouts/episode*: target "
     "episodes spent scoring the policy's patches on the batch (`attempts × batch_size`; an invalid patch costs none). "
     "✓: the maintainers' `harness-gym leaderboard verify --record` reran every episode of exactly this file under this "
-    "table's current protocol and every claim matched (the record is in `verified/`)."
+    "table's current protocol, every claim matched, and it then made its own held-out draws (the record is in "
+    "`verified/`)."
 )
 
 PROTOCOL_TEXT = """\
@@ -157,9 +191,9 @@ machine-readable in [protocol.json](protocol.json) (`harness-gym leaderboard pro
 
 - **Seeds.** Episode *i* runs on seed `base_seed + i` for *i* in `range(episodes)` — exactly that many, in that
   order. The seeds are published and the count is fixed, so nobody chooses seeds or where to stop.
-- **Batches.** The batch, its sampling seeds and the held-out batch are whatever the env's own `reset(seed=…)` draws
-  for the seed; `verify` resets on every seed and rejects any other batch (hand-picked task ids, another episode's
-  batch under this seed).
+- **Batches.** The batch, its sampling seeds and the public held-out batch are whatever the env's own
+  `reset(seed=…)` draws for the seed; `verify` resets on every seed and rejects any other batch (hand-picked task
+  ids, another episode's batch under this seed).
 - **Env kwargs.** A submission records exactly `split`, `batch_size`, `heldout_batch_size`, `backend` and `metric`,
   each equal to the table's value; any other kwarg (`data_dir`, `max_edits`, `sandbox_isolation`, `target`, …) is
   rejected. The verifier builds the env from the protocol, never from the submission, with its own defaults for
@@ -171,17 +205,32 @@ machine-readable in [protocol.json](protocol.json) (`harness-gym leaderboard pro
   must match the rerun within the table's tolerance (0 for `sim`: exactly). Patches run only through `env.step`,
   i.e. the same parser, hook policy and sandbox as any patch; verify never imports, executes or unpickles anything
   else from a submission.
+- **Verifier's held-out draw.** Once every claim reproduced, `verify --record` draws one seed *h* per episode from
+  the OS's randomness (`secrets`, 53 bits), resets on the episode's seed with `options={"heldout_seed": h}` — the
+  same batch and packet, and a held-out batch of the table's size drawn from *h* alone, disjoint by task identity
+  from the batch and from the seed's public held-out batch — steps the submitted patch again, and records *h* and
+  the held-out Δ at the table's metric (an invalid patch at the env's invalid-patch reward; the leakage check covers
+  the drawn tasks' gold strings too, so a patch quoting one is invalid there). ✓ rows rank on the mean of these; the
+  claimed held-out Δ stands beside it. The seeds exist only after the file is fixed and are published
+  in the record, so anyone can rerun them: `harness-gym leaderboard check-record <submission>` fails, in one line,
+  on any recorded number that differs.
 - **Package version.** `package.version` must be a PEP 440 version no newer than the verifier's `harness-gym`.
   Equal and reproduced: ✓. Older and reproduced: ✓ with the verifier's version named, because the rerun, not the
   claimed version, produced the number.
 - **Records.** A submission never says it is verified (a `verified` field is rejected). The maintainers' rerun
-  writes `verified/<name>.json` with the sha256 of the exact file and of the table's rules; ✓ needs both to match.
-  Records come only from the maintainers' commits: a pull request adds `submissions/<name>.json` and nothing else.
-- **What a rerun cannot show.** The held-out batch is public (the env's own draw for the seed), so a submitter who
-  scored several patches per seed could submit, per seed, the one with the best held-out Δ, and every number would
-  reproduce. The rules forbid choosing patches by held-out results ([CONTRIBUTING](CONTRIBUTING.md)); nothing in a
-  file shows it. Held-out batches drawn by the verifier from a seed the submitter never sees would close it; they
-  are not built yet.
+  writes `verified/<name>.json` with the sha256 of the exact file and of the table's rules and the verifier's
+  held-out draws; ✓ needs both digests to match. A record of the older format (`harness-gym-verification-v1`, no
+  draws) leaves its row unranked until it is verified again. Records come only from the maintainers' commits: a
+  pull request adds `submissions/<name>.json` and nothing else.
+- **What a rerun cannot show.** Closed: choosing, per seed, among several patches by their held-out Δ. The public
+  held-out batch is still the seed's draw and such a file still reproduces, but the ranking number comes from
+  batches drawn after the file was fixed, apart from everything the submitter saw for that seed, so the choice
+  inflates only the claimed column. Still open: a submitter can try many submissions — each verification draws
+  afresh, so keeping the best of several files (or withdrawing the bad ones) is a choice by verifier results that
+  no record shows; a patch can be tuned on the split's other tasks (other seeds' batches, `task_ids`), which the
+  verifier's draws come from too, so only the rules forbid tuning on held-out tasks
+  ([CONTRIBUTING](CONTRIBUTING.md)); and a record cannot prove its seeds were drawn once rather than chosen among
+  several — `check-record` shows the numbers follow from the seeds, the maintainers' commit vouches for the draw.
 """
 
 

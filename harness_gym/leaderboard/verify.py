@@ -12,6 +12,16 @@ policy-checked and run in the hook sandbox like any patch) and ``patch_valid``, 
 ``baseline_score``, ``patched_score`` and ``heldout_delta`` must match within the protocol's
 tolerance (0 for the sim: exactly). The first problem ends the check, as one line.
 
+Verifier's held-out draw: the held-out batch above is the seed's public draw, so a submitter who
+scored several patches per seed could submit the one with the best held-out Δ and every number
+would reproduce. With ``heldout_seeds`` (``verify --record`` passes ``draw_heldout_seed``: the
+OS's randomness), once every claim reproduced, each episode's patch is stepped again with
+``reset(seed, options={"heldout_seed": h})`` — a held-out batch drawn from ``h`` alone, disjoint
+from the batch and from the public held-out batch — and the verdict carries each ``h`` and the
+held-out Δ at the table's metric (an invalid patch at the env's invalid-patch reward). The seeds
+are drawn after the submission is fixed and revealed only in the record; ``recompute_heldout``
+reruns them from a record, so an edited number is caught.
+
 Version rule: a submission made with the verifier's own version that reproduces is
 ``reproduced``; one that claims another (older) version and reproduces is
 ``reproduced-with-other-version`` — the record and the table name the verifier's version,
@@ -20,7 +30,8 @@ so a forged version string is never silently taken as the one that produced the 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+import secrets
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +43,28 @@ from harness_gym.leaderboard.submission import CLAIM_FIELDS, env_sampling, make_
 REPRODUCED = "reproduced"
 OTHER_VERSION = "reproduced-with-other-version"
 REJECTED = "rejected"
+HELDOUT_SEED_BOUND = 2 ** 53  # a verifier's held-out seed is below it: an integer every JSON reader holds exactly
+
+
+def draw_heldout_seed() -> int:
+    """One held-out seed nobody can know before it is drawn: 53 bits of the OS's randomness."""
+    return secrets.randbelow(HELDOUT_SEED_BOUND)
+
+
+@dataclass(frozen=True)
+class HeldoutDraw:
+    """The verifier's held-out result of one episode: the patch stepped again on the seed's batch with a
+    held-out batch drawn from ``heldout_seed``; ``heldout_delta`` at the table's metric (an invalid patch:
+    the env's invalid-patch reward)."""
+
+    seed: int
+    heldout_seed: int
+    patch_valid: bool
+    heldout_delta: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"seed": self.seed, "heldout_seed": self.heldout_seed, "patch_valid": self.patch_valid,
+                "heldout_delta": self.heldout_delta}
 
 
 @dataclass(frozen=True)
@@ -40,6 +73,7 @@ class Verdict:
     episodes_checked: int
     message: str  # one line: "accepted: …" or "rejected: …"
     table: str = ""  # the table key, when known
+    heldout: tuple[HeldoutDraw, ...] | None = None  # the verifier's held-out draws, one per episode, when made
 
     @property
     def accepted(self) -> bool:
@@ -120,8 +154,15 @@ def verify_submission(
     *,
     limit: int | None = None,
     progress: Callable[[str], None] | None = None,
+    heldout_seeds: Callable[[], int] | None = None,
 ) -> Verdict:
-    """Check ``sub`` against its protocol and rerun it (or its first ``limit`` episodes)."""
+    """Check ``sub`` against its protocol and rerun it (or its first ``limit`` episodes).
+
+    ``heldout_seeds``: called once per episode, after every claim reproduced, for the seed of the
+    verifier's own held-out draw (``draw_heldout_seed``; a test passes fixed ones); the accepted
+    verdict then carries ``heldout``. Needs the full rerun and a table with a held-out batch."""
+    if heldout_seeds is not None and limit is not None:
+        raise ValueError("heldout_seeds needs the full rerun: the verifier's draws cover every episode; drop limit")
     validate(sub)
     problem = protocol_violation(sub)
     if problem:
@@ -141,6 +182,13 @@ def verify_submission(
                 return Verdict(REJECTED, i, f"rejected: episode {i} (seed {ep['seed']}): {bad}", protocol.key)
             if progress:
                 progress(f"episode {i} (seed {ep['seed']}): ok (reward {ep['claimed']['reward']:+.3f})")
+        draws = None
+        if heldout_seeds is not None and protocol.heldout_batch_size:
+            # drawn only now: the file is fixed and every claim reproduced; nothing drawn is shown before the record
+            draws = tuple(heldout_step(env, ep["seed"], _checked_seed(heldout_seeds()), ep["patch"]) for ep in episodes)
+            if progress:
+                progress(f"verifier's held-out draws: {len(draws)} episodes, mean held-out Δ "
+                         f"{sum(d.heldout_delta for d in draws) / len(draws):+.3f}")
     finally:
         env.close()
     how = "exactly" if protocol.tolerance == 0 else f"within {protocol.tolerance}"
@@ -152,7 +200,22 @@ def verify_submission(
         versions = f" (submitted as harness-gym {submitted}, reproduced with {harness_gym.__version__})"
     return Verdict(outcome, len(episodes),
                    f"accepted: {sub['name']} on {protocol.key}: {len(episodes)} episodes{part} reproduce {how}{versions}",
-                   protocol.key)
+                   protocol.key, draws)
+
+
+def _checked_seed(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < HELDOUT_SEED_BOUND:
+        raise ValueError(f"held-out seed {_fmt(value)}: expected an integer in [0, 2**53) (draw_heldout_seed)")
+    return value
+
+
+def heldout_step(env: Any, seed: int, heldout_seed: int, patch: str) -> HeldoutDraw:
+    """Step ``patch`` on ``seed``'s batch with the held-out batch drawn from ``heldout_seed``."""
+    env.reset(seed=seed, options={"heldout_seed": heldout_seed})
+    _, _, _, _, info = env.step(patch)  # parsed, policy-checked and sandboxed like any patch
+    valid = bool(info["patch_valid"])
+    delta = info["heldout_delta"] if valid else env.unwrapped.config.invalid_patch_reward
+    return HeldoutDraw(int(seed), int(heldout_seed), valid, float(delta))
 
 
 def _rerun_episode(env: Any, protocol: Protocol, i: int, ep: dict[str, Any]) -> str | None:
@@ -175,4 +238,28 @@ def _rerun_episode(env: Any, protocol: Protocol, i: int, ep: dict[str, Any]) -> 
     for field in CLAIM_FIELDS:
         if _differs(ep["claimed"][field], recomputed[field], protocol.tolerance):
             return f"{field}: claimed {_fmt(ep['claimed'][field])}, recomputed {_fmt(recomputed[field])}"
+    return None
+
+
+def recompute_heldout(sub: dict[str, Any], draws: Sequence[HeldoutDraw],
+                      progress: Callable[[str], None] | None = None) -> str | None:
+    """Rerun a record's held-out draws on ``sub`` (the file the record is of): the first draw whose
+    ``patch_valid`` or held-out Δ differs from the recorded one beyond the table's tolerance, as one
+    line, or None. Anyone can run it once a record reveals its seeds; a hand-edited number fails."""
+    protocol = table_for(sub["env"]["id"], sub["target"]["model"])
+    if [d.seed for d in draws] != [ep["seed"] for ep in sub["episodes"]]:
+        return f"the record's draws are on seeds {_fmt([d.seed for d in draws])}, not one per episode of the file, in order"
+    env = make_env(protocol)
+    try:
+        for i, (ep, d) in enumerate(zip(sub["episodes"], draws)):
+            got = heldout_step(env, ep["seed"], d.heldout_seed, ep["patch"])
+            where = f"episode {i} (seed {d.seed}, heldout_seed {d.heldout_seed})"
+            if got.patch_valid != d.patch_valid:
+                return f"{where}: patch_valid: recorded {_fmt(d.patch_valid)}, recomputed {_fmt(got.patch_valid)}"
+            if _differs(d.heldout_delta, got.heldout_delta, protocol.tolerance):
+                return f"{where}: heldout_delta: recorded {_fmt(d.heldout_delta)}, recomputed {_fmt(got.heldout_delta)}"
+            if progress:
+                progress(f"{where}: ok (held-out Δ {got.heldout_delta:+.3f})")
+    finally:
+        env.close()
     return None
