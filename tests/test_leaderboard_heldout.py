@@ -353,3 +353,19 @@ def test_the_per_seed_cherry_pick_gains_nothing_on_the_verifiers_draws(env: Any,
     assert cherry_verifier <= max(verifier.values()), (cherry_verifier, verifier)
     inflation = {p: mean(claimed[p]) - verifier[p] for p in CANDIDATES}
     assert cherry_claimed - cherry_verifier > max(inflation.values()), (cherry_claimed, cherry_verifier, inflation)
+
+
+def _shipped_sim_entries() -> list[str]:
+    names = sorted(p.stem for p in SHIPPED.glob("*.json")
+                  if json.loads(p.read_text(encoding="utf-8"))["target"]["model"] == "sim")
+    assert len(names) >= 15, names  # the five baselines on each of the three sim tables
+    return names
+
+
+@pytest.mark.parametrize("name", _shipped_sim_entries())
+def test_every_shipped_sim_record_recomputes(name: str, capsys: pytest.CaptureFixture) -> None:
+    """Records come only from the maintainers' commits, and nothing else authenticates them: here CI
+    reruns every sim record's revealed draws, so a record edited by hand (or left behind by a change to
+    the sim) fails the build, not just a reader's check-record."""
+    assert lb_main(["leaderboard", "check-record", "-q", str(SHIPPED / f"{name}.json")]) == 0, capsys.readouterr().err
+    assert "recompute exactly" in capsys.readouterr().out
