@@ -44,10 +44,10 @@ def main(argv: list[str] | None = None) -> int:
     spent = {"s": 0.0, "calls": 0}
     original = hooks_mod.HookRunner.run
 
-    async def timed(self, point, ctx, nb):  # type: ignore[no-untyped-def]
+    async def timed(self, *args, **kwargs):  # type: ignore[no-untyped-def]
         t = time.perf_counter()
         try:
-            return await original(self, point, ctx, nb)
+            return await original(self, *args, **kwargs)
         finally:
             spent["s"] += time.perf_counter() - t
             spent["calls"] += 1
@@ -61,6 +61,9 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.perf_counter()
         results = ev.evaluate(harness, tasks, seeds)
         wall = time.perf_counter() - t0
+        failed = next((r for r in results if r.error), None)
+        if failed is not None:  # a timing of episodes that did not run is no timing
+            raise SystemExit(f"bench_throughput: {label}: an episode failed: {failed.error}")
         steps = sum(r.rounds for r in results)
         rows.append((label, len(results) / wall, steps / wall, spent["calls"], spent["s"] / wall if conc == 1 else None,
                      1000 * spent["s"] / max(1, spent["calls"])))
