@@ -28,7 +28,7 @@ from typing import Any
 import harness_gym
 from harness_gym.leaderboard.protocol import Protocol
 from harness_gym.leaderboard.schema import MAX_INT, SubmissionError
-from harness_gym.leaderboard.submission import SubmissionFile, _git_sha
+from harness_gym.leaderboard.submission import SubmissionFile, _git_sha, no_constant, no_duplicate_keys
 from harness_gym.leaderboard.verify import (
     HELDOUT_SEED_BOUND,
     OTHER_VERSION,
@@ -120,7 +120,7 @@ def read_record(path: Path) -> dict[str, Any]:
     if not path.is_file():
         raise SubmissionError(f"{path}: not a regular file; a record is a JSON file: remove it and {RERUN}")
     try:
-        rec = json.loads(path.read_text(encoding="utf-8"), object_pairs_hook=_once, parse_constant=_no_constant)
+        rec = json.loads(path.read_text(encoding="utf-8"), object_pairs_hook=no_duplicate_keys, parse_constant=no_constant)
     except SubmissionError as exc:
         raise SubmissionError(f"{path}: {exc}; {RERUN}") from None
     except OSError as exc:
@@ -137,18 +137,6 @@ def read_record(path: Path) -> dict[str, Any]:
     if rec.get("verifier_heldout") is not None:
         _check_draws(path, rec["verifier_heldout"])
     return rec
-
-
-def _once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    keys = [k for k, _ in pairs]
-    dup = next((k for k in keys if keys.count(k) > 1), None)
-    if dup is not None:
-        raise SubmissionError(f"key {dup!r} appears twice in one object")
-    return dict(pairs)
-
-
-def _no_constant(name: str) -> Any:
-    raise SubmissionError(f"{name} is not a number JSON allows")
 
 
 def _check_draws(path: Path, draws: list[Any]) -> None:

@@ -182,15 +182,17 @@ def build_submission(
     return sub
 
 
-def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+def no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``json.loads`` hook for submissions and records: every field is named once."""
     keys = [k for k, _ in pairs]
     dup = next((k for k in keys if keys.count(k) > 1), None)
     if dup is not None:
-        raise SubmissionError(f"key {dup!r} appears twice in one object; a submission names each field once")
+        raise SubmissionError(f"key {dup!r} appears twice in one object; each field is named once")
     return dict(pairs)
 
 
-def _no_constant(name: str) -> Any:
+def no_constant(name: str) -> Any:
+    """``json.loads`` hook for submissions and records: NaN and infinities are refused."""
     raise SubmissionError(f"{name} is not a number JSON allows; claims are finite numbers")
 
 
@@ -215,7 +217,7 @@ def _bounded_int(text: str) -> int:
 def parse_submission(raw: bytes, path: Path) -> dict[str, Any]:
     """Parse and schema-check submission bytes; every failure is one ``SubmissionError`` line."""
     try:
-        data = json.loads(raw.decode("utf-8"), object_pairs_hook=_no_duplicate_keys, parse_constant=_no_constant,
+        data = json.loads(raw.decode("utf-8"), object_pairs_hook=no_duplicate_keys, parse_constant=no_constant,
                           parse_float=_finite, parse_int=_bounded_int)
     except SubmissionError as exc:
         raise SubmissionError(f"{path}: {exc}") from None
