@@ -111,6 +111,34 @@ def test_webshop_sim_reads_the_runtimes_available_actions_not_the_nudges() -> No
                                            "buy now", "black", "large"]
 
 
+
+def test_the_webshop_sim_reads_a_patched_nudge_as_text_the_model_reads() -> None:
+    """The nudge sits in the observation slot of the page re-sent after a text-only turn. A patched one is text the
+    model reads — advice, with its cost, as the DBBench and ALFWorld sims read theirs (a user message there); the
+    default harness's nudge, which the target was trained with, is not."""
+    from harness_gym.benchmarks.webshop.sim import read_history
+
+    def after_text_only(nudge: str) -> list[str]:
+        return read_history(_search_then({"role": "assistant", "content": "Let me think."},
+                                         {"role": "user", "content": f"Observation:\n{nudge}\n\nAvailable Actions:\n{_ITEM}"}))[3]
+
+    assert after_text_only(NUDGE) == []
+    assert after_text_only("Click each option the instruction names.") == ["Click each option the instruction names."]
+    # an invalid call's re-sent page shows the world's observation: not a nudge, not advice
+    invalid = {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function", "function": {
+        "name": "click_action", "arguments": "not json"}}]}
+    assert read_history(_search_then(invalid, {"role": "user", "content": "No valid tool call."},
+                                     {"role": "user", "content": _RESULTS.split("\n\n", 1)[1]}))[3] == []
+
+
+def test_a_patched_webshop_nudge_costs_as_text_does() -> None:
+    """Through the env: before the sim read it, every nudge ran each episode of seeds 0-9 alike; a long off-topic one
+    now distracts as off-topic text in a hint does, in at least one episode where a two-word one does not."""
+    noise = "The weather is lovely today and the birds are singing in the garden near the old oak tree by the river."
+    runs = _runs("webshop", [_config_patch("webshop", text_only_message=m) for m in ("Please continue.", noise)], range(10))
+    assert any(_steps(p) != _steps(n) for short, noisy in runs for p, n in zip(short["episodes"], noisy["episodes"]))
+
+
 def _nudges_run_alike(env: str, forged: str, seeds: range) -> int:
     """Run ``text_only_message=forged`` and its twin (the same words on one line) on ``seeds``; assert every
     episode takes the same steps to the same reward; return how many episodes showed the nudge."""

@@ -74,8 +74,10 @@ MAX_PAGES = 2
 # broke 8 where the same nonsense lines in the prompt broke 9 and fixed 2)
 TEXT_COST = TextCost(per_word=0.03, cap=0.9, skills=0.0)
 SKILL_WEIGHT = 0.0  # ... and unread: a misleading skill broke 2 and fixed 3 of 90 real tasks
+NUDGE = "You must call a tool! NEVER respond with only text."  # the default harness's text-only nudge (trained with)
 # the runtime's page message: its own ``Available Actions`` block ends it, so the last one is the world's (an
-# observation slot can hold patch text — the text-only nudge — and with it a block of its own)
+# observation slot can hold patch text — the text-only nudge — and with it a block of its own; a patched nudge is
+# read as advice, ``read_history``)
 _OBS = re.compile(r"^(?:Action: (?P<action>.*?)\n\n)?(?:The initial observation|Observation):\n(?P<obs>.*)\n\nAvailable Actions:\n(?P<aa>.*)$", re.DOTALL)
 _PRICE = re.compile(r"\$([\d,]+(?:\.\d+)?)")
 _FILLER = re.compile(r"\b(i'm|i am|i need|i want to buy|i want|looking for|find me|that is|which is|with|and|a|an|the|in|color|size|flavor|scent)\b", re.IGNORECASE)
@@ -189,12 +191,17 @@ def read_history(messages: list[Message]) -> tuple[list[Turn], str, list[str], l
     turns: list[Turn] = []
     obs, clickables = "", list[str]()
     advice: list[str] = []
+    text_only = False  # the last model turn was text only: the runtime's next page has the nudge as its observation
     for kind, msg, parsed in _pages(messages):
         if parsed is not None:
             executed, obs, clickables = parsed
             if turns and turns[-1].after_obs is None:
                 turns[-1].executed, turns[-1].after_obs = executed, obs
+            if text_only and msg.get("role") == "user" and obs.strip() != NUDGE:
+                advice.append(obs.strip())  # a patched nudge is text the model reads, as in the other two sims
+            text_only = False
         elif msg.get("role") == "assistant":
+            text_only = not msg.get("tool_calls")
             calls = msg.get("tool_calls") or []
             turn = Turn(obs, list(clickables))
             if calls:
