@@ -4,6 +4,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -394,6 +395,33 @@ def test_a_hook_sees_the_same_addresses_in_every_worker_level_checkout_and_rerun
     answers = {key: {json.dumps(a) for r in runs for a in r["out"].get(key, [])} for key in "012"}
     assert all(len(a) == 1 for a in answers.values()), answers
     assert "0x" in next(iter(answers["0"]))  # the hook did see an address
+
+
+def test_the_address_fingerprint_is_one_value_per_machine_and_none_where_addresses_move(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """What leaderboard files carry to explain a rerun that differs: the same 16 hex digits at every isolation level
+    and in processes with other hash seeds (it names the machine, not the run); None where addresses are randomized,
+    since there is no layout to name."""
+    import subprocess
+    import sys
+
+    from harness_gym.sandbox import pool as pool_mod
+
+    seen = set()
+    for n, level in enumerate(iso_mod.LEVELS):
+        try:
+            iso_mod.isolation(level)
+        except SandboxError:
+            continue
+        done = subprocess.run([sys.executable, "-c", "import sys\nfrom harness_gym.sandbox.pool import address_fingerprint"
+                               "\nprint(address_fingerprint(sys.argv[1]))", level], capture_output=True, text=True,
+                              timeout=120, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT),
+                                                         "PYTHONHASHSEED": str(n + 7)})
+        assert done.returncode == 0, done.stderr[-2000:]
+        seen.add(done.stdout.split()[-1])
+    assert len(seen) == 1 and re.fullmatch(r"[0-9a-f]{16}", seen.pop())
+    monkeypatch.setattr(pool_mod.SandboxPool, "layers", lambda self: ["process", "fork-per-call"])
+    assert pool_mod.address_fingerprint() is None
 
 
 ADDRESS_PATCH_EPISODES = r"""

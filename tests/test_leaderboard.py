@@ -211,6 +211,30 @@ def test_forged_version(forge: Callable) -> None:
     assert verdict.message.endswith(f"(submitted as harness-gym 0.0.1, reproduced with {harness_gym.__version__})")
 
 
+def test_a_rerun_that_differs_names_another_address_layout(forge: Callable) -> None:
+    """A submission carries the object-address fingerprint of the machine that built it; where a number does not
+    reproduce and that fingerprint is not this machine's, the one line says addresses may be why (a patch can read
+    them). Where they match, or the file has none (older files), it says nothing more."""
+    from harness_gym.sandbox.pool import address_fingerprint
+
+    here = address_fingerprint()
+    assert re.fullmatch(r"[0-9a-f]{16}", here or "") and forge(lambda s: None)["package"]["addresses"] == here
+
+    def tampered(addresses: Any) -> Callable[[dict], Any]:
+        def change(s: dict) -> None:
+            s["episodes"][1]["claimed"]["reward"] += 0.5
+            s["package"]["addresses"] = addresses
+        return change
+
+    other = _rejected(forge(tampered("0123456789abcdef")), starts="rejected: episode 1 (seed 1): reward: claimed ")
+    assert other.endswith(f"(note: hooks on the submitter's machine saw other object addresses than here, fingerprint "
+                          f"0123456789abcdef against {here}: a patch that reads addresses can score differently on "
+                          "another kernel, libc or Python build)")
+    for same in (here, None):
+        assert "addresses" not in _rejected(forge(tampered(same)), starts="rejected: episode 1 (seed 1): reward: ")
+    _rejected(forge(lambda s: s["package"].update(addresses="0x1234")), starts="rejected: schema: $.package.addresses: ")
+
+
 def test_self_set_verified_flag(forge: Callable, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     _rejected(forge(lambda s: s.update(verified=True)),
               starts="rejected: $.verified: a submission may not carry its own verified flag")

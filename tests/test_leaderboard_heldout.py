@@ -15,6 +15,7 @@ from harness_gym.errors import ConfigError
 from harness_gym.leaderboard import SubmissionError, load_submission, save_submission, table_for, validate
 from harness_gym.leaderboard.cli import main as lb_main
 from harness_gym.leaderboard.records import status, write_record
+from harness_gym.sandbox.pool import address_fingerprint
 from harness_gym.leaderboard.render import render
 from harness_gym.leaderboard.submission import make_env
 from harness_gym.leaderboard.verify import REPRODUCED, HeldoutDraw, Verdict, heldout_step, verify_submission
@@ -185,6 +186,12 @@ def test_check_record_recomputes_and_catches_an_edited_number(recorded: Path, tm
                    f"recorded {truth + 0.3!r}, recomputed {truth!r}")
     _edit(record, lambda r: r["verifier_heldout"][2].update(heldout_delta=truth, patch_valid=False))
     assert _one_line_err(capsys, argv).endswith("patch_valid: recorded False, recomputed True")
+    # made where hooks saw other addresses: the line says so (the record carries the verifier's fingerprint)
+    _edit(record, lambda r: r["verifier"].update(addresses="fedcba9876543210"))
+    assert _one_line_err(capsys, argv).endswith(
+        f"patch_valid: recorded False, recomputed True (note: hooks on the verifier's machine saw other object addresses "
+        f"than here, fingerprint fedcba9876543210 against {address_fingerprint()}: a patch that reads addresses can "
+        "score differently on another kernel, libc or Python build)")
 
 
 def _v1(rec: dict) -> None:

@@ -150,7 +150,7 @@ def _check_record(args: argparse.Namespace) -> int:
     from harness_gym.leaderboard.records import RERUN, record_path, status
     from harness_gym.leaderboard.schema import SubmissionError
     from harness_gym.leaderboard.submission import load_submission
-    from harness_gym.leaderboard.verify import protocol_violation, recompute_heldout
+    from harness_gym.leaderboard.verify import addresses_note, protocol_violation, recompute_heldout
 
     code = 0
     for path in args.submission:
@@ -181,7 +181,8 @@ def _check_record(args: argparse.Namespace) -> int:
             code = 1
             continue
         if bad:
-            print(f"{path}: {where}: does not recompute: {bad}", file=sys.stderr)
+            note = addresses_note(st.addresses, "the verifier's machine")
+            print(f"{path}: {where}: does not recompute: {bad}{note}", file=sys.stderr)
             code = 1
         else:
             how = "exactly" if protocol.tolerance == 0 else f"within {protocol.tolerance}"

@@ -29,6 +29,7 @@ import harness_gym
 from harness_gym.leaderboard.protocol import Protocol
 from harness_gym.leaderboard.schema import MAX_INT, SubmissionError
 from harness_gym.leaderboard.submission import SubmissionFile, _git_sha, no_constant, no_duplicate_keys
+from harness_gym.sandbox.pool import address_fingerprint
 from harness_gym.leaderboard.verify import (
     HELDOUT_SEED_BOUND,
     OTHER_VERSION,
@@ -82,7 +83,8 @@ def write_record(directory: Path, sub: SubmissionFile, verdict: Verdict, protoco
         "episodes_checked": verdict.episodes_checked,
         "message": verdict.message,
         "submitted_version": sub.data["package"]["version"],
-        "verifier": {"version": harness_gym.__version__, "git_sha": _git_sha(), "python": platform.python_version()},
+        "verifier": {"version": harness_gym.__version__, "git_sha": _git_sha(), "python": platform.python_version(),
+                     "addresses": address_fingerprint()},
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "verifier_heldout": [d.to_dict() for d in draws] if draws is not None else None,
     }
@@ -110,6 +112,7 @@ class Status:
     other_version: bool = False
     date: str | None = None
     draws: tuple[HeldoutDraw, ...] | None = None  # the verifier's held-out draws (a ✓ row of a held-out table)
+    addresses: str | None = None  # the verifier's object-address fingerprint (records since stop 49)
 
 
 def read_record(path: Path) -> dict[str, Any]:
@@ -203,5 +206,6 @@ def status(directory: Path, sub: SubmissionFile, protocol: Protocol) -> Status:
         return Status("stale")
     if rec["format"] in OLD_RECORD_FORMATS:
         return Status("outdated", rec["verifier"]["version"], rec["outcome"] == OTHER_VERSION, rec["date"])
+    addresses = rec["verifier"].get("addresses")
     return Status("verified", rec["verifier"]["version"], rec["outcome"] == OTHER_VERSION, rec["date"],
-                  record_draws(path, rec, protocol))
+                  record_draws(path, rec, protocol), addresses if isinstance(addresses, str) else None)

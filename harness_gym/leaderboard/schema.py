@@ -82,6 +82,10 @@ SCHEMA: dict[str, Any] = {
                 "version": {"type": "string", "pattern": "^[0-9][0-9A-Za-z.+!-]{0,39}$",
                             "description": "the submitter's harness-gym version (PEP 440); verify compares it with its own"},
                 "git_sha": {"type": ["string", "null"], "pattern": "^[0-9a-f]{7,40}$"},
+                "addresses": {"type": ["string", "null"], "pattern": "^[0-9a-f]{16}$",
+                              "description": "the object-address fingerprint of the machine that built the file "
+                                             "(harness_gym.sandbox.pool.address_fingerprint); null where it randomizes "
+                                             "them. Verify names it when a number does not reproduce"},
             },
         },
         "target": {

@@ -147,11 +147,13 @@ def build_submission(
         raise SubmissionError(f"bench rows have no held-out deltas; table {protocol.key} needs "
                               f"--heldout-batch-size {protocol.heldout_batch_size}: run `{protocol.bench_command()}`")
     import harness_gym
+    from harness_gym.sandbox.pool import address_fingerprint
 
     sub: dict[str, Any] = {
         "format": FORMAT, "name": name, "policy": policy,
         "env": {"id": protocol.env_id, "kwargs": protocol.env_kwargs()},
-        "package": {"name": "harness-gym", "version": harness_gym.__version__, "git_sha": _git_sha()},
+        "package": {"name": "harness-gym", "version": harness_gym.__version__, "git_sha": _git_sha(),
+                    "addresses": address_fingerprint()},
         "target": {"model": protocol.target, "sampling": {}},
         "attempts": int(attempts), "episodes": [],
     }

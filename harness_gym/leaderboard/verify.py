@@ -179,7 +179,8 @@ def verify_submission(
         for i, ep in enumerate(episodes):
             bad = _rerun_episode(env, protocol, i, ep)
             if bad:
-                return Verdict(REJECTED, i, f"rejected: episode {i} (seed {ep['seed']}): {bad}", protocol.key)
+                note = addresses_note(sub["package"].get("addresses"), "the submitter's machine")
+                return Verdict(REJECTED, i, f"rejected: episode {i} (seed {ep['seed']}): {bad}{note}", protocol.key)
             if progress:
                 progress(f"episode {i} (seed {ep['seed']}): ok (reward {ep['claimed']['reward']:+.3f})")
         draws = None
@@ -201,6 +202,23 @@ def verify_submission(
     return Verdict(outcome, len(episodes),
                    f"accepted: {sub['name']} on {protocol.key}: {len(episodes)} episodes{part} reproduce {how}{versions}",
                    protocol.key, draws)
+
+
+def addresses_note(theirs: str | None, whose: str) -> str:
+    """After a number that did not reproduce: whether the machine that made it saw other object addresses than this
+    one (``address_fingerprint``), so a patch that reads addresses may be why; "" where they match or are unknown."""
+    if theirs is None:
+        return ""
+    from harness_gym.sandbox.pool import address_fingerprint
+
+    here = address_fingerprint()
+    if here == theirs:
+        return ""
+    if here is None:
+        return (f" (note: this machine randomizes object addresses and {whose} did not: a patch that reads addresses "
+                "can score differently here; rerun where the sandbox has the fixed-addresses layer)")
+    return (f" (note: hooks on {whose} saw other object addresses than here, fingerprint {theirs} against {here}: a "
+            "patch that reads addresses can score differently on another kernel, libc or Python build)")
 
 
 def _checked_seed(value: Any) -> int:

@@ -446,3 +446,34 @@ class SandboxPool:
         if error.startswith("timeout after"):  # the in-worker alarm fires a bit early
             error = f"timeout after {self.call_timeout_s:g}s"
         return CallResult(False, None, nb, error)
+
+
+# A fixed hook that prints what a hook can see of object addresses: functions, a module-level class's instance,
+# builtin iterators. Its digest names this machine's address layout — kernel, libc, Python build — as hooks see it.
+_ADDRESS_PROBE = '''def helper(x):
+    return x
+def on_before_action(ctx, nb):
+    seen = [helper, on_before_action, SequenceMatcher(None, 'a', 'b'), map(int, []), filter(None, []), zip()]
+    return {'type': 'inject_hint', 'message': ' '.join(str(x) for x in seen)}
+'''
+
+
+def address_fingerprint(isolation: str | None = None) -> str | None:
+    """16 hex digits that differ where hooks see other object addresses than here (another kernel, libc or Python
+    build), or None where this machine randomizes them (no ``fixed-addresses`` layer) or the probe fails. Leaderboard
+    submissions and records carry it, so a rerun that does not reproduce can say whether addresses may be why."""
+    async def probe() -> str | None:
+        pool = SandboxPool(workers=1, isolation=isolation)
+        try:
+            result = await pool.call(_ADDRESS_PROBE, "on_before_action", "dbbench", {}, {})
+            if not result.ok or "fixed-addresses" not in pool.layers():
+                return None
+            return hashlib.sha256(str(result.value["message"]).encode("utf-8")).hexdigest()[:16]
+        finally:
+            await pool.close()
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(probe())
+    raise SandboxError("address_fingerprint() runs its own event loop: call it outside a running one")
