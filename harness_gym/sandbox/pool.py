@@ -458,12 +458,13 @@ def on_before_action(ctx, nb):
 '''
 
 
-def address_fingerprint(isolation: str | None = None) -> str | None:
+def address_fingerprint(level: str | None = None) -> str | None:
     """16 hex digits that differ where hooks see other object addresses than here (another kernel, libc or Python
-    build), or None where this machine randomizes them (no ``fixed-addresses`` layer) or the probe fails. Leaderboard
-    submissions and records carry it, so a rerun that does not reproduce can say whether addresses may be why."""
+    build), or None where this machine randomizes them (no ``fixed-addresses`` layer), no worker starts or the probe
+    fails. Leaderboard submissions and records carry it, so a rerun that does not reproduce can say whether addresses
+    may be why. ``level``: an isolation level, as ``SandboxPool(isolation=…)``."""
     async def probe() -> str | None:
-        pool = SandboxPool(workers=1, isolation=isolation)
+        pool = SandboxPool(workers=1, isolation=level)
         try:
             result = await pool.call(_ADDRESS_PROBE, "on_before_action", "dbbench", {}, {})
             if not result.ok or "fixed-addresses" not in pool.layers():
@@ -475,5 +476,11 @@ def address_fingerprint(isolation: str | None = None) -> str | None:
     try:
         asyncio.get_running_loop()
     except RuntimeError:
+        pass
+    else:
+        raise SandboxError("address_fingerprint() runs its own event loop: call it outside a running one")
+    isolation(level)  # an unknown or unavailable level is the caller's error, said in one line
+    try:
         return asyncio.run(probe())
-    raise SandboxError("address_fingerprint() runs its own event loop: call it outside a running one")
+    except SandboxError:  # no worker starts here: no hook runs either, so there are no addresses to name
+        return None
