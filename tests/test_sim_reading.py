@@ -2,7 +2,7 @@
 
 - trigger-word-only advice (the sims' own concept words, in the prompt, skills or hints)
   earns nothing: mean Δ ≤ 0.02 per env (4 batches here; ``benchmarks/agreement.py`` has
-  the ≥10-batch figure);
+  the ≥10-batch figure), nor do the same lines with a filler, a digit or a noun of the world added;
 - guards of the Harness-R1 demo's kind — unbounded blocks whose messages name the fix — earn
   Δ > 0 where the real target rewards them: on DBBench and ALFWorld (no real evidence against)
   every phrasing; on WebShop the published guard (which clicks the option for the agent), not
@@ -16,7 +16,14 @@ import re
 
 import pytest
 
-from benchmarks.panel import PUBLISHED_WEBSHOP_GUARD, concept_words, guard_patches, trigger_word_patches
+from benchmarks.panel import (
+    PADS,
+    PUBLISHED_WEBSHOP_GUARD,
+    concept_words,
+    guard_patches,
+    padded_trigger_patches,
+    trigger_word_patches,
+)
 from harness_gym.benchmarks.sim_reading import Advice, trigger_only, vocabulary
 from harness_gym.envs.harness_edit import HarnessEditEnv
 
@@ -45,6 +52,39 @@ def test_trigger_word_only_patches_earn_nothing(benchmark: str) -> None:
         score = sum(r[i]["delta_score"] for r in runs) / len(runs)
         success = sum(r[i]["delta_success"] for r in runs) / len(runs)
         assert score <= 0.02 and success <= 0.02, (name, score, success)
+
+
+@pytest.mark.parametrize("benchmark", ["dbbench", "webshop", "alfworld"])
+def test_trigger_lines_padded_with_a_word_earn_nothing(benchmark: str) -> None:
+    """Review 49: one word outside the trigger vocabulary — a filler, a digit, a noun every world has — made the
+    same lines count as help (ALFWorld +0.075 over 20 batches, above the template). A line counts only when it is
+    an instruction grounded in this task."""
+    patches = padded_trigger_patches(benchmark, count=6)
+    assert {name.split("-")[2] for name, _, _ in patches} == set(PADS[benchmark])
+    runs = _deltas(benchmark, [text for _, _, text in patches])
+    for i, (name, _, _) in enumerate(patches):
+        assert all(r[i]["patch_valid"] for r in runs), runs[0][i].get("patch_error")
+        score = sum(r[i]["delta_score"] for r in runs) / len(runs)
+        success = sum(r[i]["delta_success"] for r in runs) / len(runs)
+        assert score <= 0.02 and success <= 0.02, (name, score, success)
+
+
+def test_only_an_instruction_is_advice() -> None:
+    """An instruction verb (any inflection) or something to copy makes a line an instruction; trigger words with a
+    filler, a digit or a noun added do not."""
+    from harness_gym.benchmarks.dbbench.sim import CONCEPTS
+    from harness_gym.benchmarks.sim_reading import instructive
+
+    for line in ("microwave fridge sinkbasin zebra", "destination zebra countertop", "title brand", "budget back",
+                 "backtick answer", "backtick column 1", "over budget $1", "stored format answer",
+                 "microwave's fridge's zebra"):
+        assert not instructive(line), line
+    for line in ("Heat the mug in the microwave.", "Opened drawers hold more: open each one.", "Wrap `Year` in backticks.",
+                 "Compare with CAST(x AS DECIMAL)", "Before buying, check the price against the budget."):
+        assert instructive(line), line
+    assert trigger_only("backtick column 1", vocabulary(CONCEPTS))  # a bare digit is nothing to copy
+    assert trigger_only("backtick's cast's", vocabulary(CONCEPTS))  # nor are two apostrophes a quotation
+    assert not trigger_only("Quote 'Player name' with backticks", vocabulary(CONCEPTS))
 
 
 def test_trigger_lines_match_the_concepts_but_are_trigger_only() -> None:

@@ -4,6 +4,8 @@
   concept patterns look for (pairs and triples drawn across concepts), carried by the
   system prompt (a diff), ``on_init`` skills or a ``make_pre_hint`` hint. A sim that reads
   advice as a model does pays nothing for them (issue 13, item 1).
+- ``padded_trigger_patches(benchmark)``: the same lines with a filler, a digit or a noun of the world
+  added to each (review 49): still no instruction, still nothing earned.
 - ``guard_patches(benchmark)``: guards of the Harness-R1 demo's kind — unbounded blocks
   (no per-episode cap) whose messages name the fix — in phrasings written here, plus for
   WebShop the published demo patch (``tests/fixtures/harness_r1/``, Apache-2.0, unchanged).
@@ -105,6 +107,29 @@ def trigger_word_patches(benchmark: str, count: int = 6, seed: int = 0) -> list[
         carrier = CARRIERS[i % len(CARRIERS)]
         lines = trigger_lines(benchmark, rng)
         out.append((f"trigger-{carrier}-{i}", "trigger-words", carry(benchmark, carrier, lines, "Reminders.")))
+    return out
+
+
+# Words a trigger line can carry to look like more than trigger words (review 49): a filler, a digit, a noun every
+# world of the benchmark has (a room's countertop, a product's brand, a database's answer). None names an action.
+PADS = {
+    "alfworld": ("zebra", "purple", "banana", "countertop", "cabinet"),  # a digit: numbered commands are refused
+    "webshop": ("zebra", "purple", "1", "brand", "back"),
+    "dbbench": ("zebra", "purple", "1", "answer", "value"),
+}
+
+
+def padded_trigger_patches(benchmark: str, count: int = 6, seed: int = 0) -> list[tuple[str, str, str]]:
+    """``count`` patches of trigger lines, each with a word of ``PADS`` added (one pad per patch, at the end of every
+    line), rotating over the carriers. Before review 49 such lines were read as help: on ALFWorld five of them earned
+    +0.075 over 20 batches, more than the template."""
+    rng = random.Random(f"padded:{benchmark}:{seed}")
+    pads = PADS[benchmark]
+    out = []
+    for i in range(count):
+        carrier, pad = CARRIERS[i % len(CARRIERS)], pads[i % len(pads)]
+        lines = [f"{line} {pad}" for line in trigger_lines(benchmark, rng, n_lines=5)]
+        out.append((f"padded-{carrier}-{pad}-{i}", "trigger-words", carry(benchmark, carrier, lines, "Reminders.")))
     return out
 
 

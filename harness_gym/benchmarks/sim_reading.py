@@ -27,7 +27,10 @@ state (the page's clickables and option values, the table's columns, the room's 
 and admissible commands) and says whether the unit names something the agent can act on
 now — an action, a value or column it can use, a check it can run. A unit whose content
 words are all trigger words of the sim's own concept patterns (``vocabulary``) never
-counts, whatever the state: repeating "backtick cast" teaches a model nothing.
+counts, whatever the state: repeating "backtick cast" teaches a model nothing. Nor does a
+unit that is no instruction (``instructive``: no verb of one, nothing quoted to copy) — the
+same trigger words with a filler, a digit or a noun of the room added ("microwave fridge
+sinkbasin zebra", "title brand") still name no action.
 
 Advice works both ways. Each sim also names, per concept, the instructions *against* it
 (``against``: "Never use backticks or CAST", "skip the option groups and click buy now at
@@ -46,6 +49,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+
+import Stemmer  # PyStemmer
 
 from harness_gym.types import Message
 
@@ -80,20 +85,51 @@ def _in_vocab(word: str, vocab: frozenset[str]) -> bool:
     return any(w.startswith(v) or (len(w) >= 4 and v.startswith(w)) for v in vocab if len(v) >= 3)
 
 
-_CODE = re.compile(r"`[^`]*[A-Za-z0-9][^`]*`|'[^']*[A-Za-z0-9][^']*'|\"[^\"]*[A-Za-z0-9][^\"]*\"|\b[A-Z]{3,}\b|\d")
+# something the agent can copy: quoted or backticked text, SQL written in capitals (a bare digit is not: "backtick
+# column 1" says no more than "backtick column", review 49; nor two apostrophes: "microwave's fridge's" quotes nothing)
+_CODE = re.compile(r"`[^`]*[A-Za-z0-9][^`]*`|(?<![A-Za-z])'[^'\n]*[A-Za-z0-9][^'\n]*'(?![A-Za-z])|"
+                   r"\"[^\"]*[A-Za-z0-9][^\"]*\"|\b[A-Z]{3,}\b")
 
 
 def trigger_only(unit: str, vocab: frozenset[str]) -> bool:
     """True when every content word of ``unit`` is one of the sim's trigger words.
 
-    Quoted or backticked text, SQL written in capitals and numbers are things the agent
-    can copy, never mere trigger words.
+    Quoted or backticked text and SQL written in capitals are things the agent can copy, never
+    mere trigger words.
     """
     if _CODE.search(unit):
         return False
     words = [w for w in _WORD.findall(unit.lower()) if w not in STOPWORDS]
     return bool(words) and all(_in_vocab(w, vocab) for w in words)
 
+
+# Advice is an instruction: it tells the agent to do or to check something. The verbs of one (the three benchmarks'
+# actions and the checks any agent can run, with the advisory ones), compared stemmed (Snowball, PyStemmer). Words
+# that are mostly nouns here ("answer", "order", "match", "limit", "list", "place") are left out: a line of trigger
+# words with one of them added ("cast answer", "title match") is still no instruction.
+INSTRUCTION_VERBS = frozenset("""
+use try check verify confirm ensure make keep stay avoid remember prefer consider follow read reread look find search
+query requery run rerun retry repeat write rewrite quote escape wrap convert cast compare filter sort join count sum
+include exclude remove add insert update delete select choose pick click buy purchase submit commit report give open
+close heat cool chill warm clean wash rinse slice cut toggle turn switch examine inspect visit go move walk navigate
+take grab get put carry bring browse scroll copy apply call stop start trim compute calculate skip leave fix replace
+change finish complete went goes gone took taken made got brought did done do
+""".split())
+
+
+_STEMMER = Stemmer.Stemmer("english")
+_VERB_STEMS = frozenset(_STEMMER.stemWords(sorted(INSTRUCTION_VERBS)))
+_VERBISH = re.compile(r"[a-z][a-z'\-]+")
+
+
+def instructive(unit: str) -> bool:
+    """Does ``unit`` tell the agent to do something: an instruction verb (``INSTRUCTION_VERBS``, any inflection), or
+    something to copy (quoted or backticked text, SQL in capitals)? Trigger words with a filler, a digit or a noun of
+    the room added ("microwave fridge sinkbasin zebra", "title brand", "backtick column 1") name no action (review
+    49: such lines earned +0.075 on ALFWorld, more than the template)."""
+    if _CODE.search(unit):
+        return True
+    return not _VERB_STEMS.isdisjoint(_STEMMER.stemWords(_VERBISH.findall(unit.lower())))
 
 NEGATION = r"(?:never|don't|do not|avoid|skip|ignore|no need to|not necessary to)"
 
@@ -146,7 +182,7 @@ class Advice:
         return bool(self.vocab) and trigger_only(unit, self.vocab)
 
     def actionable(self, unit: str, concept: str) -> bool:
-        if self.trigger_only(unit) or not readable(unit):
+        if self.trigger_only(unit) or not readable(unit) or not instructive(unit):
             return False
         return self.ground is None or self.ground(unit, concept)
 

@@ -315,11 +315,21 @@ class _Agent:
         return {kind(r) for r in self.t.receptacles} | {kind(o) for o in self.t.object_at} | {self.target, self.dest} - {""}
 
     def grounds(self, unit: str, concept: str) -> bool:
-        """Does ``unit`` name something actionable here: an admissible command (of two words or more:
-        "inventory" alone names nothing of this room), a receptacle or object type of this room, the
-        task's object or destination, the action list?"""
-        if any(mentions(unit, k) for k in self.kinds_here()):
+        """Does ``unit`` name something actionable for this task here: an admissible command (of two words or
+        more: "inventory" alone names nothing of this room), the task's object or destination, the appliance of
+        its transform (one appliance: "use microwave fridge sinkbasin" says which to use for no task), the
+        action list; for opening, any receptacle type of this room (a closed one may hold the object)? A
+        receptacle of the room the task never needs grounds nothing else: every room has a countertop, so a
+        line naming one named nothing of this task (review 49: "put destination zebra countertop" paid on
+        every batch)."""
+        appliances = [a for a in APPLIANCE_OF.values() if mentions(unit, a)]
+        if concept == "transform":
+            return self.transform != "" and appliances == [APPLIANCE_OF[self.transform]] or (
+                not appliances and mentions(unit, self.target) and TRANSFORM_WORDS.search(unit) is not None)
+        if any(mentions(unit, k) for k in {self.target, self.dest} - {""}):
             return True
+        if concept in ("open", "") and any(mentions(unit, k) for k in self.kinds_here()):
+            return True  # "": a message naming something of this room (derails less often, ``_fresh_reaction``)
         if any(mentions(unit, a) for a in self.v.admissible if " " in a):
             return True
         if concept == "admissible":
