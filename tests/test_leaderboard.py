@@ -448,6 +448,24 @@ def _record_all(tmp_path: Path, paths: list[Path]) -> None:
         write_record(tmp_path, sub, Verdict(REPRODUCED, TABLE.episodes, "accepted", TABLE.key, _draws(sub.data)), TABLE)
 
 
+def test_a_record_names_the_commit_its_rerun_started_on(honest: dict, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The verdict reads the verifier's commit before the rerun; the record keeps it only if the checkout is still
+    on it when the record is written (a rerun through a real target takes an hour, and a record once named the
+    commit checked out at its end, not the code that ran)."""
+    from harness_gym.leaderboard import records, verify
+
+    path = save_submission(honest, tmp_path / "submissions" / "t-template.json")
+    monkeypatch.setattr(verify, "_git_sha", lambda: "a" * 40)
+    verdict = verify_submission(honest, limit=1)
+    assert verdict.git_sha == "a" * 40
+    verdict = replace(verdict, outcome=REJECTED)  # a record of a partial rerun is a rejection's (no draws needed)
+    for now, kept in (("a" * 40, "a" * 40), ("b" * 40, None), (None, None)):
+        monkeypatch.setattr(records, "_git_sha", lambda now=now: now)
+        rec = json.loads(write_record(tmp_path, load_submission(path), verdict, TABLE).read_text(encoding="utf-8"))
+        assert rec["verifier"]["git_sha"] == kept, now
+
+
 def _ranked_rows(page: str) -> list[str]:
     return [line.split("|")[2].strip() for line in page.splitlines() if line.startswith("| ") and line[2].isdigit()]
 

@@ -83,7 +83,9 @@ def write_record(directory: Path, sub: SubmissionFile, verdict: Verdict, protoco
         "episodes_checked": verdict.episodes_checked,
         "message": verdict.message,
         "submitted_version": sub.data["package"]["version"],
-        "verifier": {"version": harness_gym.__version__, "git_sha": _git_sha(), "python": platform.python_version(),
+        # the commit the rerun started on, if the checkout is still there: one that moved during the rerun is unknown
+        "verifier": {"version": harness_gym.__version__, "git_sha": verdict.git_sha if verdict.git_sha == _git_sha() else None,
+                     "python": platform.python_version(),
                      "addresses": address_fingerprint()},
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "verifier_heldout": [d.to_dict() for d in draws] if draws is not None else None,

@@ -32,13 +32,13 @@ from __future__ import annotations
 import math
 import secrets
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import harness_gym
 from harness_gym.leaderboard.protocol import Protocol, table_for
 from harness_gym.leaderboard.schema import SubmissionError, validate
-from harness_gym.leaderboard.submission import CLAIM_FIELDS, env_sampling, make_env, packet_sha256
+from harness_gym.leaderboard.submission import CLAIM_FIELDS, _git_sha, env_sampling, make_env, packet_sha256
 
 REPRODUCED = "reproduced"
 OTHER_VERSION = "reproduced-with-other-version"
@@ -74,6 +74,7 @@ class Verdict:
     message: str  # one line: "accepted: …" or "rejected: …"
     table: str = ""  # the table key, when known
     heldout: tuple[HeldoutDraw, ...] | None = None  # the verifier's held-out draws, one per episode, when made
+    git_sha: str | None = None  # the verifier's commit when the rerun started (None: unknown or uncommitted changes)
 
     @property
     def accepted(self) -> bool:
@@ -160,7 +161,15 @@ def verify_submission(
 
     ``heldout_seeds``: called once per episode, after every claim reproduced, for the seed of the
     verifier's own held-out draw (``draw_heldout_seed``; a test passes fixed ones); the accepted
-    verdict then carries ``heldout``. Needs the full rerun and a table with a held-out batch."""
+    verdict then carries ``heldout``. Needs the full rerun and a table with a held-out batch. The verdict names the
+    commit whose code reran it, read before the rerun (a record written an hour later must not name a checkout that
+    moved in between)."""
+    code = _git_sha()
+    return replace(_verify(sub, limit=limit, progress=progress, heldout_seeds=heldout_seeds), git_sha=code)
+
+
+def _verify(sub: dict[str, Any], *, limit: int | None, progress: Callable[[str], None] | None,
+            heldout_seeds: Callable[[], int] | None) -> Verdict:
     if heldout_seeds is not None and limit is not None:
         raise ValueError("heldout_seeds needs the full rerun: the verifier's draws cover every episode; drop limit")
     validate(sub)
