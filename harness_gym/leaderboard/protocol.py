@@ -89,9 +89,8 @@ _SMOL_ALFWORLD = ("open: no baseline entries yet — smol:alfworld shipped at st
                   "target, docs/models.md); its five baselines × 3 episodes and their verification through hf were not "
                   "run yet (harness-gym leaderboard rebuild-baselines --target smol --env HarnessEdit-ALFWorld-v0)")
 _SMOL_DBBENCH = ("the real target (SmolLM2-135M + LoRA, docs/models.md); 3 episodes: one episode of the five "
-                 "baselines takes ~11 min on 2 CPU cores, and verification reruns every one. Open: its five entries were "
-                 "verified before the verifier drew its own held-out batches, so they stand unranked until `harness-gym "
-                 "leaderboard verify --record` reruns them (~40 min on 2 CPU cores)")
+                 "baselines takes ~11 min on 2 CPU cores, and verification reruns every one (its five entries, with the "
+                 "verifier's held-out draws: 100 min on 2 CPU cores beside other work, stop 49)")
 # The smol tables run 3 episodes, not 10: a real target's episode costs minutes where the sim's costs
 # seconds, and verification reruns them all. Their intervals are wider; they are separate tables.
 SMOL_EPISODES = 3
