@@ -42,16 +42,21 @@ def _deltas(benchmark: str, patches: list[str], batches: int = BATCHES, **kw) ->
     return out
 
 
-@pytest.mark.parametrize("benchmark", ["dbbench", "webshop", "alfworld"])
-def test_trigger_word_only_patches_earn_nothing(benchmark: str) -> None:
-    patches = trigger_word_patches(benchmark, count=6)
-    assert {name.split("-")[1] for name, _, _ in patches} == {"prompt", "skills", "hints"}
+def _assert_earn_nothing(benchmark: str, patches: list[tuple[str, str, str]]) -> None:
+    """Every patch is valid and earns mean Δ score and Δ success ≤ 0.02 over ``BATCHES`` batches."""
     runs = _deltas(benchmark, [text for _, _, text in patches])
     for i, (name, _, _) in enumerate(patches):
         assert all(r[i]["patch_valid"] for r in runs), runs[0][i].get("patch_error")
         score = sum(r[i]["delta_score"] for r in runs) / len(runs)
         success = sum(r[i]["delta_success"] for r in runs) / len(runs)
         assert score <= 0.02 and success <= 0.02, (name, score, success)
+
+
+@pytest.mark.parametrize("benchmark", ["dbbench", "webshop", "alfworld"])
+def test_trigger_word_only_patches_earn_nothing(benchmark: str) -> None:
+    patches = trigger_word_patches(benchmark, count=6)
+    assert {name.split("-")[1] for name, _, _ in patches} == {"prompt", "skills", "hints"}
+    _assert_earn_nothing(benchmark, patches)
 
 
 @pytest.mark.parametrize("benchmark", ["dbbench", "webshop", "alfworld"])
@@ -61,12 +66,7 @@ def test_trigger_lines_padded_with_a_word_earn_nothing(benchmark: str) -> None:
     an instruction grounded in this task."""
     patches = padded_trigger_patches(benchmark, count=6)
     assert {name.split("-")[2] for name, _, _ in patches} == set(PADS[benchmark])
-    runs = _deltas(benchmark, [text for _, _, text in patches])
-    for i, (name, _, _) in enumerate(patches):
-        assert all(r[i]["patch_valid"] for r in runs), runs[0][i].get("patch_error")
-        score = sum(r[i]["delta_score"] for r in runs) / len(runs)
-        success = sum(r[i]["delta_success"] for r in runs) / len(runs)
-        assert score <= 0.02 and success <= 0.02, (name, score, success)
+    _assert_earn_nothing(benchmark, patches)
 
 
 def test_only_an_instruction_is_advice() -> None:

@@ -22,6 +22,7 @@ from typing import Any
 from harness_gym.errors import ConfigError
 from harness_gym.leaderboard.protocol import Protocol, table_for
 from harness_gym.leaderboard.schema import FORMAT, MAX_INT, SubmissionError, validate
+from harness_gym.sandbox.pool import address_fingerprint
 
 CLAIM_FIELDS = ("reward", "baseline_score", "patched_score", "heldout_delta")
 MAX_FILE_BYTES = 8 * 1024 * 1024  # 1000 episodes of patches are far smaller; a bigger file is not a submission
@@ -147,7 +148,6 @@ def build_submission(
         raise SubmissionError(f"bench rows have no held-out deltas; table {protocol.key} needs "
                               f"--heldout-batch-size {protocol.heldout_batch_size}: run `{protocol.bench_command()}`")
     import harness_gym
-    from harness_gym.sandbox.pool import address_fingerprint
 
     sub: dict[str, Any] = {
         "format": FORMAT, "name": name, "policy": policy,

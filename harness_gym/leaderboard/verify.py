@@ -39,6 +39,7 @@ import harness_gym
 from harness_gym.leaderboard.protocol import Protocol, table_for
 from harness_gym.leaderboard.schema import SubmissionError, validate
 from harness_gym.leaderboard.submission import CLAIM_FIELDS, _git_sha, env_sampling, make_env, packet_sha256
+from harness_gym.sandbox.pool import address_fingerprint
 
 REPRODUCED = "reproduced"
 OTHER_VERSION = "reproduced-with-other-version"
@@ -218,8 +219,6 @@ def addresses_note(theirs: str | None, whose: str) -> str:
     one (``address_fingerprint``), so a patch that reads addresses may be why; "" where they match or are unknown."""
     if theirs is None:
         return ""
-    from harness_gym.sandbox.pool import address_fingerprint
-
     here = address_fingerprint()
     if here == theirs:
         return ""

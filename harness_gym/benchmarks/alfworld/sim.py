@@ -322,8 +322,8 @@ class _Agent:
         receptacle of the room the task never needs grounds nothing else: every room has a countertop, so a
         line naming one named nothing of this task (review 49: "put destination zebra countertop" paid on
         every batch)."""
-        appliances = [a for a in APPLIANCE_OF.values() if mentions(unit, a)]
         if concept == "transform":
+            appliances = [a for a in APPLIANCE_OF.values() if mentions(unit, a)]
             return self.transform != "" and appliances == [APPLIANCE_OF[self.transform]] or (
                 not appliances and mentions(unit, self.target) and TRANSFORM_WORDS.search(unit) is not None)
         if any(mentions(unit, k) for k in {self.target, self.dest} - {""}):
