@@ -21,10 +21,13 @@ from benchmarks.panel import (
     PUBLISHED_WEBSHOP_GUARD,
     concept_words,
     guard_patches,
+    instructed_trigger_lines,
+    instructed_trigger_patches,
+    prompt_diff,
     padded_trigger_patches,
     trigger_word_patches,
 )
-from harness_gym.benchmarks.sim_reading import Advice, trigger_only, vocabulary
+from harness_gym.benchmarks.sim_reading import Advice, blank, own_words, trigger_only, vocabulary
 from harness_gym.envs.harness_edit import HarnessEditEnv
 
 BATCHES = 4
@@ -67,6 +70,49 @@ def test_trigger_lines_padded_with_a_word_earn_nothing(benchmark: str) -> None:
     patches = padded_trigger_patches(benchmark, count=6)
     assert {name.split("-")[2] for name, _, _ in patches} == set(PADS[benchmark])
     _assert_earn_nothing(benchmark, patches)
+
+
+@pytest.mark.parametrize("benchmark", ["dbbench", "webshop", "alfworld"])
+def test_an_instruction_verb_before_trigger_words_earns_nothing(benchmark: str) -> None:
+    """Stop 50/51: a verb in front of one concept's trigger words ("run cheaper zebra", "keep fridge") reads as an
+    instruction, and the sims let the trigger words ground it — a budget word as a page to go back to, a room's
+    fridge as this task's appliance — worth +0.04 to +0.06 a line. A concept's own words never ground it."""
+    patches = instructed_trigger_patches(benchmark, count=6)
+    assert {name.split("-")[1] for name, _, _ in patches} == {"prompt", "skills", "hints"}
+    _assert_earn_nothing(benchmark, patches)
+
+
+@pytest.mark.parametrize("benchmark", ["dbbench", "webshop", "alfworld"])
+def test_no_trigger_phrase_after_a_verb_earns_alone(benchmark: str) -> None:
+    """Every trigger phrase of every concept, after a verb (and half of them with a filler), alone in the system
+    prompt: none earns more than 0.02 over three batches. Before stop 51 "run cheaper" earned +0.040 on WebShop
+    (a budget word counted as a page to go back to) and "keep fridge" +0.060 on ALFWorld."""
+    lines = instructed_trigger_lines(benchmark)
+    runs = _deltas(benchmark, [prompt_diff(benchmark, [line]) for _, line in lines], batches=3)
+    paid = []
+    for i, (concept, line) in enumerate(lines):
+        assert all(r[i]["patch_valid"] for r in runs), (line, runs[0][i].get("patch_error"))
+        score = sum(r[i]["delta_score"] for r in runs) / len(runs)
+        success = sum(r[i]["delta_success"] for r in runs) / len(runs)
+        if score > 0.02 or success > 0.02:
+            paid.append((concept, line, round(score, 3), round(success, 3)))
+    assert not paid, paid
+
+
+def test_a_concepts_own_words_are_blanked_before_grounding() -> None:
+    from harness_gym.benchmarks.alfworld import sim as alf
+    from harness_gym.benchmarks.dbbench import sim as db
+    from harness_gym.benchmarks.webshop import sim as ws
+
+    assert blank("run cheaper zebra", own_words(ws.CONCEPTS)["budget"]).split() == ["run", "zebra"]
+    assert blank("keep quoted table", own_words(db.CONCEPTS)["quote_identifiers"]).split() == ["keep"]
+    assert blank("keep fridge", own_words(alf.CONCEPTS)["transform"]).split() == ["keep"]
+    # what names this task survives: a value, a quoted name, a page to go to
+    assert "'Player Name'" in blank("quote the column 'Player Name'", own_words(db.CONCEPTS)["quote_identifiers"])
+    assert ws._NAVIGATE.search(blank("go back if it is over budget", own_words(ws.CONCEPTS)["budget"]))
+    assert not ws._NAVIGATE.search(blank("put budget back", own_words(ws.CONCEPTS)["budget"]))
+    # a tool's name is kept whole: "make a decision and click" names click_action
+    assert "click_action" in blank("decide and call click_action", own_words(ws.CONCEPTS)["stall"])
 
 
 def test_only_an_instruction_is_advice() -> None:

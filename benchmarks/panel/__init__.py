@@ -6,6 +6,8 @@
   advice as a model does pays nothing for them (issue 13, item 1).
 - ``padded_trigger_patches(benchmark)``: the same lines with a filler, a digit or a noun of the world
   added to each (review 49): still no instruction, still nothing earned.
+- ``instructed_trigger_patches(benchmark)``: one concept's trigger words after an instruction verb, with or
+  without such a word ("run cheaper zebra", stop 50): an instruction that names nothing of the task.
 - ``guard_patches(benchmark)``: guards of the Harness-R1 demo's kind — unbounded blocks
   (no per-episode cap) whose messages name the fix — in phrasings written here, plus for
   WebShop the published demo patch (``tests/fixtures/harness_r1/``, Apache-2.0, unchanged).
@@ -130,6 +132,45 @@ def padded_trigger_patches(benchmark: str, count: int = 6, seed: int = 0) -> lis
         carrier, pad = CARRIERS[i % len(CARRIERS)], pads[i % len(pads)]
         lines = [f"{line} {pad}" for line in trigger_lines(benchmark, rng, n_lines=5)]
         out.append((f"padded-{carrier}-{pad}-{i}", "trigger-words", carry(benchmark, carrier, lines, "Reminders.")))
+    return out
+
+
+# Verbs an attacker puts in front of trigger words to make them read as an instruction (stop 50): the benchmarks'
+# own actions and the checks any agent can run.
+ATTACK_VERBS = ("use", "check", "click", "take", "turn", "run", "select", "put", "keep", "compare")
+
+
+def instructed_trigger_lines(benchmark: str) -> list[tuple[str, str]]:
+    """Every trigger phrase of every concept (``concept_words``) after an instruction verb, every other line with a
+    word of ``PADS`` after it, verbs and pads in turn: ``(concept, line)`` pairs, one attack line each ("run cheaper",
+    "keep quot table zebra", "keep fridge"). A page to go to is advice ("go back over budget" names an action),
+    so no verb here names one."""
+    pads = ("",) + PADS[benchmark]
+    out, i = [], 0
+    for concept, phrases in concept_words(benchmark).items():
+        for phrase in phrases:
+            verb, pad = ATTACK_VERBS[i % len(ATTACK_VERBS)], pads[i % len(pads)]
+            out.append((concept, " ".join(x for x in (verb, phrase, pad) if x)))
+            i += 1
+    return out
+
+
+def instructed_trigger_patches(benchmark: str, count: int = 6, seed: int = 0) -> list[tuple[str, str, str]]:
+    """``count`` patches of five lines each: an instruction verb, one concept's trigger phrase and, in every other
+    patch, a word of ``PADS`` ("run cheaper zebra", "keep quot table", "keep fridge"), rotating over the carriers.
+    Before stop 51 a concept's own trigger words could ground it (a budget word counted as a page to go to, a
+    room's fridge as this task's appliance) and single such lines earned +0.04 to +0.06 on the sims."""
+    rng = random.Random(f"instructed:{benchmark}:{seed}")
+    words = concept_words(benchmark)
+    concepts = sorted(words)
+    pads = PADS[benchmark]
+    out = []
+    for i in range(count):
+        carrier = CARRIERS[i % len(CARRIERS)]
+        pad = pads[(i // 2) % len(pads)] if i % 2 else ""
+        lines = [" ".join(x for x in (rng.choice(ATTACK_VERBS), rng.choice(words[c]), pad) if x)
+                 for c in rng.sample(concepts, 5)]
+        out.append((f"instructed-{carrier}-{pad or 'bare'}-{i}", "trigger-words", carry(benchmark, carrier, lines, "Reminders.")))
     return out
 
 

@@ -33,11 +33,13 @@ from harness_gym.benchmarks.alfworld.tasks import (
 from harness_gym.benchmarks.sim_reading import (
     Advice,
     TextCost,
+    blank,
     count_words,
     discourages,
     draw_against,
     is_notice,
     mentions,
+    own_words,
     readable,
     vocabulary,
 )
@@ -84,6 +86,7 @@ FLAWS_BY_TYPE: dict[str, dict[str, float]] = {
 LATE_FLAWS = ("lamp_from_afar",)
 INTRINSIC = ("misread_goal", "poor_search", "premature_done")
 VOCAB = vocabulary(CONCEPTS)
+OWN = own_words(CONCEPTS)
 RESPONSIVENESS = 0.55  # chance a focused, relevant hint is followed
 BLOCK_RESPONSIVENESS = 0.9  # chance a refusal whose message names what to do instead is followed
 MAX_SAME_BLOCK = 2     # a refused command is retried at most once; then the agent does something else
@@ -323,18 +326,22 @@ class _Agent:
         line naming one named nothing of this task (review 49: "put destination zebra countertop" paid on
         every batch)."""
         if concept == "transform":
+            # the object with what to do to it ("cool the apple in the fridge"); the appliance alone is a trigger
+            # word every room has ("keep fridge" earned +0.06 on the sim, stop 51), and another appliance is no help
             appliances = [a for a in APPLIANCE_OF.values() if mentions(unit, a)]
-            return self.transform != "" and appliances == [APPLIANCE_OF[self.transform]] or (
-                not appliances and mentions(unit, self.target) and TRANSFORM_WORDS.search(unit) is not None)
+            return self.transform != "" and set(appliances) <= {APPLIANCE_OF[self.transform]} \
+                and mentions(unit, self.target) and TRANSFORM_WORDS.search(unit) is not None
         if any(mentions(unit, k) for k in {self.target, self.dest} - {""}):
             return True
-        if concept in ("open", "") and any(mentions(unit, k) for k in self.kinds_here()):
+        # the concept's own trigger words ground nothing (``blank``): "check open fridge" names every room's fridge
+        bare = blank(unit, OWN[concept]) if concept in OWN else unit
+        if concept in ("open", "") and any(mentions(bare, k) for k in self.kinds_here()):
             return True  # "": a message naming something of this room (derails less often, ``_fresh_reaction``)
         if any(mentions(unit, a) for a in self.v.admissible if " " in a):
             return True
         if concept == "admissible":
-            return any(mentions(unit, w) for w in ("in/on", "list", "listed", "move", "put"))
-        return concept == "lamp" and any(mentions(unit, lamp) for lamp in S.LAMPS)
+            return any(mentions(bare, w) for w in ("in/on", "list", "listed", "move", "put"))
+        return concept == "lamp" and any(mentions(bare, lamp) for lamp in S.LAMPS)
 
     def told(self) -> dict[str, str]:
         """What refusals told the agent to do instead, when it complies: the destination type,

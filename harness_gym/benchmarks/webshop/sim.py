@@ -21,7 +21,17 @@ from pathlib import Path
 from rapidfuzz import fuzz
 
 from harness_gym.models.base import ChatRequest
-from harness_gym.benchmarks.sim_reading import Advice, TextCost, discourages, draw_against, is_notice, mentions, vocabulary
+from harness_gym.benchmarks.sim_reading import (
+    Advice,
+    TextCost,
+    blank,
+    discourages,
+    draw_against,
+    is_notice,
+    mentions,
+    own_words,
+    vocabulary,
+)
 from harness_gym.benchmarks.webshop.catalog import Catalogue, get_catalog
 from harness_gym.benchmarks.webshop.products import Product
 from harness_gym.benchmarks.webshop.reward import goal_option_values
@@ -54,9 +64,13 @@ AGAINST: dict[str, re.Pattern[str]] = {
 FLAWS = {"skip_options": 0.06, "over_budget": 0.12, "near_miss": 0.12, "search_loop": 0.12, "stall": 0.09,
          "repeat_click": 0.06, "invalid_click": 0.08, "text_only": 0.06, "wrong_option": 0.40}
 VOCAB = vocabulary(CONCEPTS)
+OWN = own_words(CONCEPTS)
 NAV = ("buy now", "< prev", "back to search", "next >", "description", "features", "reviews")
 _NUMBER = re.compile(r"\$\s?\d|\b\d+(?:\.\d+)?\s*(?:dollars|usd)\b", re.IGNORECASE)
 _GO_BACK = re.compile(r"< ?prev|\bback\b|\bresults?\b|return to|another (product|item|one)|other (product|item)|cheaper|in-budget", re.IGNORECASE)
+# a page to go to, as advice names one: "back" alone or "cheaper" (a budget word) names none ("put budget back")
+_NAVIGATE = re.compile(r"< ?prev|\b(go|going|went|click|navigate|head|return)\w* back\b|back to (the )?(search|results?|list)|"
+                       r"\b(search )?results (page|list)|return to|(another|other|different) (product|item|one)", re.IGNORECASE)
 _ASK_VALUES = re.compile(r"\b(select|choose|pick|click|set|set up)\w*\b.{0,60}\b(values?|options?|variants?|colou?rs?|sizes?|groups?|materials?|flavou?rs?)\b", re.IGNORECASE)
 MAX_SAME_BLOCK = 2  # a blocked call is retried at most once; then the sim does something else admissible
 RESPONSIVENESS = 0.7     # chance a focused, relevant hint is followed
@@ -314,11 +328,14 @@ class _Shopper:
         groups = [g for g, _ in product.options] if product else []
         values = [v for _, vals in product.options for v in vals] if product else []
         values += goal_option_values(self.goal)
-        named = lambda *phrases: any(mentions(unit, x) for x in phrases)  # noqa: E731
+        # the concept's own trigger words ground nothing (``blank``): "run cheaper", "use available actions"
+        bare = blank(unit, OWN[concept]) if concept in OWN else unit
+        named = lambda *phrases: any(mentions(bare, x) for x in phrases)  # noqa: E731
         if concept in ("select_options", "repeat_click"):
-            return named(*values, *groups) or (concept == "repeat_click" and named("buy now", "next option"))
+            return any(mentions(unit, v) for v in values) or named(*groups) \
+                or (concept == "repeat_click" and named("buy now", "next option"))
         if concept == "budget":
-            return bool(_NUMBER.search(unit)) or bool(_GO_BACK.search(unit)) or named("instruction")
+            return bool(_NUMBER.search(unit)) or bool(_NAVIGATE.search(bare)) or named("instruction")
         if concept == "search_loop":
             return named("result", "results", "next >", "product", "item", "click_action")
         if concept == "stall":
