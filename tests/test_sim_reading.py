@@ -23,8 +23,8 @@ from benchmarks.panel import (
     guard_patches,
     instructed_trigger_lines,
     instructed_trigger_patches,
-    prompt_diff,
     padded_trigger_patches,
+    prompt_diff,
     trigger_word_patches,
 )
 from harness_gym.benchmarks.sim_reading import Advice, blank, own_words, trigger_only, vocabulary

@@ -97,6 +97,7 @@ def own_words(concepts: dict[str, re.Pattern[str]]) -> dict[str, frozenset[str]]
 _ANY_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_'\-]*")
 
 
+@lru_cache(maxsize=8192)  # a sim tests the same units against the same concept on every turn of every episode
 def blank(unit: str, words: frozenset[str]) -> str:
     """``unit`` with every word of ``words`` (a concept's trigger words, matched as ``trigger_only`` matches them)
     blanked: what is left of it to ground that concept. A concept's own trigger words never ground it, even where
