@@ -105,8 +105,9 @@ def blank(unit: str, words: frozenset[str]) -> str:
     cheaper zebra", "keep fridge" name the concept and nothing of this task (such lines earned +0.04 to +0.06 on
     the WebShop and ALFWorld sims before stop 51)."""
     out, at = [], 0
-    for code in _CODE.finditer(unit):  # quoted or backticked text is something to copy: kept whole
-        out += [_blank_words(unit[at:code.start()], words), code.group(0)]
+    for code in _CODE.finditer(unit):  # quoted or backticked text is something to copy: kept whole ...
+        out += [_blank_words(unit[at:code.start()], words), " " if trigger_only(code.group(0).strip("`'\""), words)
+                else code.group(0)]  # ... unless it is only trigger words: `Stuck: "buy now"` (stall), review 51
         at = code.end()
     return "".join(out) + _blank_words(unit[at:], words)
 

@@ -106,6 +106,16 @@ JUMP = {"hint": 0.6, "negated": 0.43, "refusal": 0.95}
 # naming one of them, or one the concept reader takes as transform or lamp advice, names the command
 TRANSFORM_WORDS = re.compile(r"\b(?:clean|cleans|wash|rins|scrub|heat|preheat|warm|hot|cool|chill|cold|refrigerat|freez|"
                              r"sink|sinkbasin|microwav|fridge|refrigerator)(?:e|ed|es|ing|s|d|er)?\b", re.IGNORECASE)
+# ... by what they do: a line names the task's transform only in words of its own kind ("heat the apple" is no help
+# for a cool task: review 51's "Heat it first: apple, mug, potato, egg" grounded every transform of those objects)
+TRANSFORM_KIND = {
+    "clean": re.compile(r"\b(?:clean|wash|rins|scrub|sink|sinkbasin)\w*", re.IGNORECASE),
+    "heat": re.compile(r"\b(?:heat|preheat|warm|hot|microwav)\w*", re.IGNORECASE),
+    "cool": re.compile(r"\b(?:cool|chill|cold|refrigerat|freez|fridge)\w*", re.IGNORECASE),
+}
+# the commands that act on each concept (``grounds``); a concept not named here (admissible, a notice): any command
+COMMAND_HEADS = {"open": ("open",), "lamp": ("use",), "destination": ("put", "move"), "placed": ("put", "move"),
+                 "progress": ("put", "move"), "target_object": ("take",)}
 LAMP_WORDS = re.compile(r"\b(?:desk|floor)?[ -]?lamps?\b|\blights?\b", re.IGNORECASE)
 # ... and says not to when every mention follows one of these within three words, in one clause
 NEGATION = re.compile(r"\b(?:do not|don't|dont|never|no need to|should not|shouldn't|must not|mustn't|avoid)\s+"
@@ -328,16 +338,18 @@ class _Agent:
         if concept == "transform":
             # the object with what to do to it ("cool the apple in the fridge"); the appliance alone is a trigger
             # word every room has ("keep fridge" earned +0.06 on the sim, stop 51), and another appliance is no help
-            appliances = [a for a in APPLIANCE_OF.values() if mentions(unit, a)]
-            return self.transform != "" and set(appliances) <= {APPLIANCE_OF[self.transform]} \
-                and mentions(unit, self.target) and TRANSFORM_WORDS.search(unit) is not None
+            named_kinds = {k for k, words in TRANSFORM_KIND.items() if words.search(unit)}
+            return self.transform != "" and named_kinds == {self.transform} and mentions(unit, self.target)
         if any(mentions(unit, k) for k in {self.target, self.dest} - {""}):
             return True
         # the concept's own trigger words ground nothing (``blank``): "check open fridge" names every room's fridge
         bare = blank(unit, OWN[concept]) if concept in OWN else unit
         if concept in ("open", "") and any(mentions(bare, k) for k in self.kinds_here()):
             return True  # "": a message naming something of this room (derails less often, ``_fresh_reaction``)
-        if any(mentions(unit, a) for a in self.v.admissible if " " in a):
+        # a command of this room grounds what that command does: a hook that names "go to cabinet 1" beside
+        # "wrong place" names no destination (review 51: a numbered command grounded every concept)
+        heads = COMMAND_HEADS.get(concept)
+        if any(mentions(unit, a) for a in self.v.admissible if " " in a and (heads is None or a.split()[0] in heads)):
             return True
         if concept == "admissible":
             return any(mentions(bare, w) for w in ("in/on", "list", "listed", "move", "put"))

@@ -48,11 +48,19 @@ CONCEPTS: dict[str, re.Pattern[str]] = {
     "match_title": re.compile(r"title|all (the )?key terms|match\w* (all|every|the) (requirement|attribute|term)s?", re.IGNORECASE),
 }
 
+# a clause (from a sentence's start) with no negation before the point: "never pick one that costs more" is for the budget
+_UNNEGATED = r"(?:^|[.;!?\n])(?:(?!\b(?:never|not|avoid|don't|no|without)\b)[^.;!?\n])*?"
+# ... and none between the verb and what it prefers: "take the cheaper one, not the more expensive one" is for it
+_BETWEEN = r"(?:(?!\b(?:never|not|no|don't|without|rather|instead|than|over|cheap\w*|less|lower)\b)[^.;!?\n]){0,30}"
 # Instructions against a concept: never help for it, and followed as harm (sim_reading, "Advice works both ways")
 AGAINST: dict[str, re.Pattern[str]] = {
     "select_options": discourages(r"\b(options?|sizes?|colou?rs?|variants?|attributes?|groups?)\b"),
     "budget": re.compile(r"\b(ignore|disregard|never mind|don't worry about|do not worry about)\b[^.;!?\n]{0,20}"
-                         r"\b(price|budget|cost)", re.I),
+                         r"\b(price|budget|cost)|" + _UNNEGATED + r"(\b(prefer|choose|pick|buy|take|select|go for|get|"
+                         r"purchase|opt for|favou?r)\w*\b" + _BETWEEN + r"\b(costs? more|(more|most) expensive|"
+                         r"expensive (one|item|product|option)s?|pricier|priciest|higher[- ]priced?|premium|"
+                         r"(above|over|beyond) (the |your |its )?(budget|price|limit|bound|cap|\$))|"
+                         r"\b(spend|pay)\w*\b" + _BETWEEN + r"\bmore\b)", re.I),
 }
 
 # skip_options 0.06 (was 0.18): the real WebShop target rarely buys with a required option unselected
@@ -66,11 +74,10 @@ FLAWS = {"skip_options": 0.06, "over_budget": 0.12, "near_miss": 0.12, "search_l
 VOCAB = vocabulary(CONCEPTS)
 OWN = own_words(CONCEPTS)
 NAV = ("buy now", "< prev", "back to search", "next >", "description", "features", "reviews")
-_NUMBER = re.compile(r"\$\s?\d|\b\d+(?:\.\d+)?\s*(?:dollars|usd)\b", re.IGNORECASE)
 _GO_BACK = re.compile(r"< ?prev|\bback\b|\bresults?\b|return to|another (product|item|one)|other (product|item)|cheaper|in-budget", re.IGNORECASE)
 # a page to go to, as advice names one: "back" alone or "cheaper" (a budget word) names none ("put budget back")
 _NAVIGATE = re.compile(r"< ?prev|\b(go|going|went|click|navigate|head|return)\w* back\b|back to (the )?(search|results?|list)|"
-                       r"\b(search )?results (page|list)|return to|(another|other|different) (product|item|one)", re.IGNORECASE)
+                       r"\b(search )?results (page|list)|return to|(another|other|different) (product|item)", re.IGNORECASE)
 _ASK_VALUES = re.compile(r"\b(select|choose|pick|click|set|set up)\w*\b.{0,60}\b(values?|options?|variants?|colou?rs?|sizes?|groups?|materials?|flavou?rs?)\b", re.IGNORECASE)
 MAX_SAME_BLOCK = 2  # a blocked call is retried at most once; then the sim does something else admissible
 RESPONSIVENESS = 0.7     # chance a focused, relevant hint is followed
@@ -335,7 +342,9 @@ class _Shopper:
             return any(mentions(unit, v) for v in values) or named(*groups) \
                 or (concept == "repeat_click" and named("buy now", "next option"))
         if concept == "budget":
-            return bool(_NUMBER.search(unit)) or bool(_NAVIGATE.search(bare)) or named("instruction")
+            bound = float(self.goal["price_upper"])
+            this_bound = any(abs(float(x) - bound) < 0.01 for x in re.findall(r"\d+(?:\.\d+)?", unit.replace(",", "")))
+            return this_bound or bool(_NAVIGATE.search(bare))
         if concept == "search_loop":
             return named("result", "results", "next >", "product", "item", "click_action")
         if concept == "stall":
