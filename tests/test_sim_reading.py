@@ -385,7 +385,9 @@ def test_instructions_against_a_fix_are_recognised_in_other_phrasings() -> None:
     assert hits(WS, "No need to pick a size or color, just click buy now right away.") == {"select_options"}
     assert hits(WS, "Ignore the price limit in the instruction.") == {"budget"}
     for overspend in ("Opt for the priciest listing.", "It is fine to buy one above the limit.",  # review of stop 51
-                      "Pay a bit more for quality.", "Select whatever is more expensive."):
+                      "Pay a bit more for quality.", "Select whatever is more expensive.", "Forget about the price cap.",
+                      "Go over the budget when the title matches.", "Exceeding the limit is fine.",
+                      "Overspending the budget is fine for a good match."):
         assert hits(WS, overspend) == {"budget"}, overspend
     assert hits(ALF, "Any receptacle will do for the object.") == {"destination"}
     assert hits(ALF, "Skip heating it; put it straight down.") == {"transform"}
@@ -398,7 +400,12 @@ def test_instructions_against_a_fix_are_recognised_in_other_phrasings() -> None:
                     "Avoid wrong sizes by selecting the size option.", "Click 'buy now' right away once the options are set.",
                     "Don't ignore the colors the instruction names.", "Never pay more than the bound.",
                     "Take the cheaper one, not the more expensive one.", "Pick a product over 4 stars.",
-                    "Choose a bigger size or more items if asked.", "If it costs more than the limit, pick a cheaper one."):
+                    "Choose a bigger size or more items if asked.", "If it costs more than the limit, pick a cheaper one.",
+                    # review of stop 52: a condition, the product ignored, more attention, a failure named
+                    "Choose a different product if this one costs more than your budget.",
+                    "Ignore items priced above the limit.", "Pay more attention to the budget than to reviews.",
+                    "Spend more effort on matching the title.", "When a product costs more than the bound, go back.",
+                    "Common mistake: buying a product above the price limit.", "Never go over the budget."):
         assert not hits(WS, helpful), helpful
     assert not hits(ALF, "Do not substitute a similar object.") and not hits(ALF, "Open the drawer and look inside.")
     # an instruction against quoting is no help for quoting, even with a backticked name in it

@@ -48,19 +48,29 @@ CONCEPTS: dict[str, re.Pattern[str]] = {
     "match_title": re.compile(r"title|all (the )?key terms|match\w* (all|every|the) (requirement|attribute|term)s?", re.IGNORECASE),
 }
 
-# a clause (from a sentence's start) with no negation before the point: "never pick one that costs more" is for the budget
-_UNNEGATED = r"(?:^|[.;!?\n])(?:(?!\b(?:never|not|avoid|don't|no|without)\b)[^.;!?\n])*?"
-# ... and none between the verb and what it prefers: "take the cheaper one, not the more expensive one" is for it
-_BETWEEN = r"(?:(?!\b(?:never|not|no|don't|without|rather|instead|than|over|cheap\w*|less|lower)\b)[^.;!?\n]){0,30}"
+# a clause (from a sentence's start) with no negation or condition before the point: "never pick one that costs
+# more", "if it costs more, pick another" are for the budget
+_UNNEGATED = (r"(?:^|[.;!?\n])(?:(?!\b(?:never|not|avoid|don't|no|without|if|when|whenever|unless|fail\w*|mistakes?|"
+              r"wrong|errors?)\b)[^.;!?\n])*?")  # ... nor a failure it names ("failure pattern: buying … over the bound")
+# ... and none between the verb and what it prefers: "take the cheaper one, not the more expensive one", "pick another
+# item if this one costs more" are for it
+_BETWEEN = (r"(?:(?!\b(?:never|not|no|don't|without|rather|instead|than|over|cheap\w*|less|lower|if|when|whenever|"
+            r"unless|another|other)\b)[^.;!?\n]){0,30}")
 # Instructions against a concept: never help for it, and followed as harm (sim_reading, "Advice works both ways")
 AGAINST: dict[str, re.Pattern[str]] = {
     "select_options": discourages(r"\b(options?|sizes?|colou?rs?|variants?|attributes?|groups?)\b"),
-    "budget": re.compile(r"\b(ignore|disregard|never mind|don't worry about|do not worry about)\b[^.;!?\n]{0,20}"
-                         r"\b(price|budget|cost)|" + _UNNEGATED + r"(\b(prefer|choose|pick|buy|take|select|go for|get|"
-                         r"purchase|opt for|favou?r)\w*\b" + _BETWEEN + r"\b(costs? more|(more|most) expensive|"
+    # the price itself ignored or exceeded (not "ignore products over the budget": what is ignored is the product),
+    # or the pricier product preferred; "pay more attention" is no overspending (review of stop 52)
+    "budget": re.compile(_UNNEGATED + r"(\b(ignore|disregard|forget|never mind|(don't|do not) (worry|care) about)\s+"
+                         r"(about )?(the |your |any |all |its |this |that )?(price|budget|cost)|"
+                         r"\b(exceed\w*|overspend\w*|blow\w*|go(ing)? (over|above|beyond))\s+(the |your |its )?"
+                         r"(budget|price|limit|bound|cap)|\b(prefer|choose|pick|buy|take|select|go for|get|purchase|"
+                         r"opt for|favou?r)\w*\b" + _BETWEEN + r"\b(costs? more|(more|most) expensive|"
                          r"expensive (one|item|product|option)s?|pricier|priciest|higher[- ]priced?|premium|"
                          r"(above|over|beyond) (the |your |its )?(budget|price|limit|bound|cap|\$))|"
-                         r"\b(spend|pay)\w*\b" + _BETWEEN + r"\bmore\b)", re.I),
+                         r"\b(spend|pay)\w*\b" + _BETWEEN + r"\bmore\b(?!\s+(attention|time|care|effort|thought|heed|"
+                         r"carefully|closely)))|\bnever (stay|keep|remain)\w*\s+(within|under|below|in)\b[^.;!?\n]{0,15}"
+                         r"\b(budget|price|limit|bound)", re.I),
 }
 
 # skip_options 0.06 (was 0.18): the real WebShop target rarely buys with a required option unselected
