@@ -102,17 +102,19 @@ STUCK_AFTER = (2, 10)  # a stuck episode starts resending after this many execut
 # a message naming the task's transform or the lamp is acted on at once, literally: a hint 42 of 72 times,
 # one that says not to 12 of 28, a refusal's message 60 of 60 (the real agent, stop 39)
 JUMP = {"hint": 0.6, "negated": 0.43, "refusal": 0.95}
-# Words that name a transform (any form: heated, washing), its appliances and the states it makes; a message
-# naming one of them, or one the concept reader takes as transform or lamp advice, names the command
-TRANSFORM_WORDS = re.compile(r"\b(?:clean|cleans|wash|rins|scrub|heat|preheat|warm|hot|cool|chill|cold|refrigerat|freez|"
-                             r"sink|sinkbasin|microwav|fridge|refrigerator)(?:e|ed|es|ing|s|d|er)?\b", re.IGNORECASE)
+# Words that name a transform (any form: heated, washing), its appliances and the states it makes, per transform
+TRANSFORM_STEMS = {
+    "clean": ("clean", "cleans", "wash", "rins", "scrub", "sink", "sinkbasin"),
+    "heat": ("heat", "preheat", "warm", "hot", "microwav"),
+    "cool": ("cool", "chill", "cold", "refrigerat", "freez", "fridge", "refrigerator"),
+}
+# a message naming one of them, or one the concept reader takes as transform or lamp advice, names the command
+TRANSFORM_WORDS = re.compile(r"\b(?:" + "|".join(s for stems in TRANSFORM_STEMS.values() for s in stems)
+                             + r")(?:e|ed|es|ing|s|d|er)?\b", re.IGNORECASE)
 # ... by what they do: a line names the task's transform only in words of its own kind ("heat the apple" is no help
 # for a cool task: review 51's "Heat it first: apple, mug, potato, egg" grounded every transform of those objects)
-TRANSFORM_KIND = {
-    "clean": re.compile(r"\b(?:clean|wash|rins|scrub|sink|sinkbasin)\w*", re.IGNORECASE),
-    "heat": re.compile(r"\b(?:heat|preheat|warm|hot|microwav)\w*", re.IGNORECASE),
-    "cool": re.compile(r"\b(?:cool|chill|cold|refrigerat|freez|fridge)\w*", re.IGNORECASE),
-}
+TRANSFORM_KIND = {kind: re.compile(r"\b(?:" + "|".join(stems) + r")\w*", re.IGNORECASE)
+                  for kind, stems in TRANSFORM_STEMS.items()}
 # the commands that act on each concept (``grounds``); a concept not named here (admissible, a notice): any command
 COMMAND_HEADS = {"open": ("open",), "lamp": ("use",), "destination": ("put", "move"), "placed": ("put", "move"),
                  "progress": ("put", "move"), "target_object": ("take",)}
