@@ -129,18 +129,55 @@ UNGROUNDED_WEBSHOP = [
 ]
 # ... and advice to pay more, not negated, is advice against the budget: followed, it costs
 OVERSPEND_WEBSHOP = ["Go for the pricier item.", "Pick the one that costs more than the others."]
+# ... as advice against deciding, or to click an option again, is against the stall or the repeated click (review of
+# stop 52): never help (before: +0.033 / +0.027 over 3 batches); followed, a few rounds lost (a tab read each, a click)
+AGAINST_STALL_WEBSHOP = ["No need to decide now: go back to search.", "Tap the same button again, then buy now."]
 
 
 def test_lines_that_name_nothing_of_the_task_earn_nothing_on_the_webshop_sim() -> None:
     texts = [prompt_diff("webshop", [line]) for _, line in UNGROUNDED_WEBSHOP]
-    texts += [prompt_diff("webshop", [line]) for line in OVERSPEND_WEBSHOP]
+    texts += [prompt_diff("webshop", [line]) for line in OVERSPEND_WEBSHOP + AGAINST_STALL_WEBSHOP]
     runs = _deltas("webshop", texts, batches=3)
     mean = [(sum(r[i]["delta_score"] for r in runs) / 3, sum(r[i]["delta_success"] for r in runs) / 3)
             for i in range(len(texts))]
     paid = [(line, m) for (_, line), m in zip(UNGROUNDED_WEBSHOP, mean) if m[0] > 0.02 or m[1] > 0.02]
     assert not paid, paid
-    for line, (score, success) in zip(OVERSPEND_WEBSHOP, mean[len(UNGROUNDED_WEBSHOP):]):
+    bad = mean[len(UNGROUNDED_WEBSHOP):]
+    for line, (score, success) in zip(OVERSPEND_WEBSHOP, bad):
         assert score < -0.05 and success < -0.05, (line, score, success)
+    for line, (score, success) in zip(AGAINST_STALL_WEBSHOP, bad[len(OVERSPEND_WEBSHOP):]):
+        assert score < 0 and success < 0, (line, score, success)
+
+
+def test_told_not_to_decide_the_webshop_sim_reads_each_tab_once_and_its_flaw_never_stops() -> None:
+    """An instruction against deciding (or to click an option again) followed costs a few rounds, as a prompt line
+    moves a model: each tab read once (one click more); the drawn flaw reads (clicks) until the rounds run out."""
+    from types import SimpleNamespace
+
+    from harness_gym.benchmarks.webshop import sim as ws
+
+    shopper = object.__new__(ws._Shopper)
+    shopper.flaws = set()
+    shopper.advice = Advice(["Never decide now: go back to the results."], vocab=ws.VOCAB, against=ws.AGAINST,
+                            ground=lambda unit, concept: False)
+    shopper.p = SimpleNamespace(u={**{c: 0.99 for c in ws.CONCEPTS}, "against_stall": 0.0, "against_repeat_click": 0.0})
+    tabs = [SimpleNamespace(value=v) for v in ws.TABS]
+    assert shopper.stalls([]) and shopper.stalls(tabs[:2]) and not shopper.stalls(tabs)
+    shopper.advice = Advice(["Tap the selected size again, to be certain."], vocab=ws.VOCAB, against=ws.AGAINST,
+                            ground=lambda unit, concept: False)
+    once, twice = [SimpleNamespace(value="large")], [SimpleNamespace(value="large")] * 2
+    assert not shopper.stalls([]) and shopper.repeats(once, "large") and not shopper.repeats(twice, "large")
+    shopper.flaws = {"stall", "repeat_click"}
+    assert shopper.stalls(tabs * 3) and shopper.repeats(twice * 4, "large")
+
+
+def test_a_list_of_every_object_grounds_no_task_on_the_alfworld_sim() -> None:
+    """Review of stop 52: a transform word before a list of the objects it applies to named every task's object and
+    earned +0.04..+0.06 on the ALFWorld sim; a list singles out none (``singles_out``). Other words, other lists."""
+    lines = ["Chill it before placing: apple, bowl, bread, cup, egg, lettuce, mug, pan, plate, pot, potato, tomato, winebottle.",
+             "Put it in the right place: countertop, cabinet, drawer, shelf, fridge, sinkbasin, diningtable, desk, "
+             "sidetable, dresser, safe, garbagecan, coffeemachine, microwave."]  # +0.050 and +0.025 before (4 batches)
+    _assert_earn_nothing("alfworld", [(line, "", prompt_diff("alfworld", [line])) for line in lines])
 
 
 def test_a_number_grounds_the_budget_only_when_it_is_this_tasks_bound() -> None:
@@ -181,6 +218,12 @@ def test_alfworld_grounds_a_transform_in_its_own_words_and_a_command_in_what_it_
                           ("lamp", "Turn on the light: go to cabinet 1."), ("placed", "Already placed: go to cabinet 1.")):
         assert not agent.grounds(unit, concept), (concept, unit)
     assert agent.grounds("Wrong place: put it on the countertop.", "destination")  # the task's destination
+    # a list of every object a transform applies to (or every place) singles none out (review of stop 52)
+    for concept, unit in (("transform", "Chill these before placing: egg, bread, apple, cup, mug."),
+                          ("target_object", "Right item: apple, knife, spoon or bowl."),
+                          ("destination", "Put it on the countertop, the shelf, the desk or the dresser.")):
+        assert not agent.grounds(unit, concept), (concept, unit)
+    assert agent.grounds("Chill the apple or the egg first.", "transform")  # two, the task's among them
 
 
 def test_only_an_instruction_is_advice() -> None:
@@ -408,6 +451,45 @@ def test_instructions_against_a_fix_are_recognised_in_other_phrasings() -> None:
                     "Common mistake: buying a product above the price limit.", "Never go over the budget."):
         assert not hits(WS, helpful), helpful
     assert not hits(ALF, "Do not substitute a similar object.") and not hits(ALF, "Open the drawer and look inside.")
+    # review of stop 52: stall and repeat_click have instructions against them; a condition after a refused cue
+    # ("don't ... until <what to do>") is what to do, and taking from the first place is not putting there
+    for text, concepts in (("Don't commit to any product; keep looking around.", {"stall"}),
+                           ("Read every review and each tab, whatever the product.", {"stall"}),
+                           ("Press the same button twice to be sure.", {"repeat_click"}),
+                           ("Redo your last selection.", {"repeat_click"})):
+        assert hits(WS, text) == concepts, text
+    for helpful in ("Never pick the same option twice.", "Don't buy until all option groups have a value.",
+                    "Do not press buy now before the color is set.", "Stop clicking the same size.",
+                    "Don't decide until you have checked the price.",
+                    "After a refused purchase, select the missing option and click buy now again.",
+                    # its second red team: a refusal that does not end its clause, reading the instruction, each group
+                    "Don't forget to click buy now when you are done.", "Never buy a product in a color not asked for.",
+                    "Keep reading the instruction until you know the size.", "Take your time comparing titles.",
+                    "Repeat this for every option group.", "Don't hesitate to buy once every option is chosen.",
+                    "Stop spending more than the limit allows."):
+        assert not hits(WS, helpful), helpful
+    for text, concepts in (("Quit fussing and buy the priciest option.", {"budget"}),  # "quit" governs another verb
+                           ("Never wait until the size is selected; buy.", {"select_options"}),  # a wait is no final act
+                           ("There is no point in checking the price limit.", {"budget"}),
+                           ("Hit the previous option again.", {"repeat_click"})):
+        assert hits(WS, text) == concepts, text
+    # ... and its second red team: a refusal on a condition, a description of others, another product, a waste
+    for helpful in ("Title off? Don't buy it; go back.", "Shoppers who keep browsing run out of rounds.",
+                    "Choose the same color again on the next product.", "Pressing the same size twice wastes a turn.",
+                    "You won't need to read every review."):
+        assert not hits(WS, helpful), helpful
+    for text, concepts in (("Leave it at the first spot you come to.", {"destination"}),
+                           ("Just grab a look-alike one if needed.", {"target_object"}),
+                           ("Should the exact one be missing, pick up a similar item.", {"target_object"}),
+                           ("No matter what the task says, leave it in the first place you come to.", {"destination"})):
+        assert hits(ALF, text) == concepts, text
+    for helpful in ("Take the apple from the first place you see it, then go on.", "Never grab or use a look-alike item.",
+                    "Don't stop until you have opened every cabinet.", "Do not put it down until it is washed.",
+                    "Leaving it anywhere else is wrong; use the named receptacle.",
+                    "Set it where the task says, not in the first spot you see.",
+                    "Use the object the task names: taking a look-alike one is a mistake.",
+                    "You can't put it anywhere but where the task says.", "Before you put it anywhere, wash it."):
+        assert not hits(ALF, helpful), helpful
     # an instruction against quoting is no help for quoting, even with a backticked name in it
     adv = Advice(["Never use backticks, not even for `Player name`."], vocab=vocabulary(CONCEPTS), against=DB)
     assert adv.weight("quote_identifiers", CONCEPTS) == 0.0

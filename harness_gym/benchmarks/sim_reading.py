@@ -49,7 +49,7 @@ from __future__ import annotations
 import json
 import random
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -167,20 +167,53 @@ def instructive(unit: str) -> bool:
 NEGATION = r"(?:never|don't|do not|avoid|skip|ignore|no need to|not necessary to)"
 
 
+def unnegated(*also: str, ends: str = ".;!?\n", absent: str = "") -> str:
+    """A clause's start (from the last of ``ends``, up to the point) with no negation and no failure named before the
+    point (nor any word of ``also``, e.g. conditions): "never pick one that costs more", "do not grab or take a similar
+    object", "you shouldn't put it anywhere but …", "common mistake: buying above the limit" say the opposite of what
+    follows; and, given ``absent`` (a regex), a clause where it occurs nowhere. A regex prefix."""
+    words = ("never", "not", "cannot", r"\w+n't", "avoid", "no", "nobody", "without", r"fail\w*", "mistakes?", "wrong",
+             "errors?", *also)
+    nowhere = r"(?![^" + ends + r"]*(?:" + absent + r"))" if absent else ""
+    return r"(?:^|[" + ends + r"])" + nowhere + r"(?:(?!\b(?:" + "|".join(words) + r")\b)[^" + ends + r"])*?"
+
+
+# ... and nothing after it in its clause saying that this fails, nor a "no" answering it: "grab a similar one and the
+# task fails", "put it anywhere? No, put it where the task says"
+NO_FAILURE_AFTER = (r"(?![^.;!?\n]*\b(?:fails?|failure|wrong|mistakes?|errors?)\b)"
+                    r"(?![^.;!\n]*\?\s*(?:no|never|nope|don't|do not)\b)")
+
+
+# a final act refused until a condition holds: the condition is what to do ("don't buy until you choose the size"); a
+# wait refused until one holds is not ("never wait until it is cooled" is against cooling)
+_LIFTED = (r"\b(?:buy\w*|purchas\w*|put\w*|plac\w*|give up|stop\w*|leave|finish\w*|click\w*|decid\w*|submit\w*|"
+           r"mov\w*|go|commit\w*|answer\w*)\s+(?:[\w'<>\[\]-]+\s+){0,3}?(?:until|till|before|unless|once|after)\b")
+
+
 def discourages(cue: str) -> re.Pattern[str]:
     """An instruction against ``cue``: a negation, then ``cue`` in the same clause
     ("Never use backticks or CAST" discourages both ``backtick`` and ``cast``). A negated
     negation is not one ("do not skip the size option"), nor is a negation whose object comes
-    first ("avoid errors by quoting names", "do not fail: quote names")."""
+    first ("avoid errors by quoting names", "do not fail: quote names"), nor one whose ``cue`` is the
+    condition that lifts a final act (``_LIFTED``: "don't buy until you choose the size", "do not give up until you
+    open every drawer": the size and the drawer are what to do), nor one against doing it again ("never pick the
+    same option twice", "don't keep clicking the selected color"), nor one whose cue is qualified by a negation
+    ("never buy a product in a color not asked for")."""
     gap = (r"(?:(?!\b(?:skip|ignore|forget|miss|omit|leave|without|never|not|avoid|by|so|otherwise|else|"
-           r"errors?|fail\w*|mistakes?|problems?|wrong)\b)[^.;:!?\n]){0,40}?")
-    return re.compile(r"(?<!not )(?<!n't )(?<!never )\b" + NEGATION + r"\b" + gap + cue, re.I)
+           r"errors?|fail\w*|mistakes?|problems?|wrong|same|selected|chosen|already|hesitate)\b|" + _LIFTED + r")"
+           r"[^.;:!?\n]){0,40}?")
+    # "never pick an option twice" is against a repeat
+    repeat = r"(?!\w*[^.,;:!?\n]{0,25}?\b(twice|again|more than once)\b)"
+    # ... nor is one whose cue a negation right after qualifies: "never buy in a color not asked for" is for the colors
+    qualified = r"(?!\w*(?:\s+[\w']+){0,3}?\s+(?:not|isn't|aren't|doesn't|don't|wrong)\b)"
+    return re.compile(r"(?<!not )(?<!n't )(?<!never )\b" + NEGATION + r"\b" + gap + cue + repeat + qualified, re.I)
 
 
-def draw_against(rng: "random.Random", against: dict[str, re.Pattern[str]]) -> dict[str, float]:
-    """The per-episode uniforms ``Advice.discouraged`` reads, one per concept of ``against``; a sim
-    draws them after all its other draws, so its baselines stay as they were."""
-    return {f"against_{c}": rng.random() for c in against}
+def draw_against(rng: "random.Random", concepts: Iterable[str]) -> dict[str, float]:
+    """The per-episode uniforms ``Advice.discouraged`` reads, one per concept (of a sim's ``against``); a sim
+    draws them after all its other draws, so its baselines stay as they were, and draws those of a concept it
+    adds later after those, so no earlier draw moves."""
+    return {f"against_{c}": rng.random() for c in concepts}
 
 
 def mentions(text: str, phrase: str) -> bool:

@@ -35,12 +35,14 @@ from harness_gym.benchmarks.sim_reading import (
     TextCost,
     blank,
     count_words,
+    NO_FAILURE_AFTER,
     discourages,
     draw_against,
     is_notice,
     mentions,
     own_words,
     readable,
+    unnegated,
     vocabulary,
 )
 from harness_gym.types import Message, ToolCall, assistant_message
@@ -55,15 +57,27 @@ CONCEPTS: dict[str, re.Pattern[str]] = {
     "progress": re.compile(r"already (clean|hot|heated|cool|cooled|washed|transformed)|is now (clean|hot|cool)|do not (clean|heat|cool) (it )?again|(now|next),? (go|put|place|move|bring|carry)", re.IGNORECASE),
     "lamp": re.compile(r"\blamp\b|\blight\b|turn on|switch on|\buse the\b", re.IGNORECASE),
 }
+# a clause (to a comma or colon: "no matter what the destination is, put it ...") that no negation governs and that is
+# no time before or until something else ("before you put it anywhere, cool it")
+_CLAUSE = unnegated("before", "until", ends=".;:,!?\n")
 # Instructions against a concept: never help for it, and followed as harm (sim_reading, "Advice works both ways")
 AGAINST: dict[str, re.Pattern[str]] = {
-    "destination": re.compile(r"first (receptacle|place|spot|location) you (reach|see|find|come to)|"
-                              r"any (receptacle|place|spot|location) (will do|is fine|works)|"
-                              r"(receptacle|destination|location|task)( type)? (does not|doesn't) matter", re.I),
+    # where to put it does not matter (not where to take it from: "take the apple from the first place you find it"),
+    # in a clause no negation governs and no failure follows ("place it as the task says, not at the first place")
+    "destination": re.compile(_CLAUSE + r"(\b(put|place|leave|drop|set|move|store)\w*\b(?:(?!\b(?:not|never|rather|"
+                              r"instead|than)\b)[^.;!?\n]){0,40}?\bfirst (receptacle|place|spot|location) you (reach|"
+                              r"see|find|come to)|\b(put|place|leave|drop|set|move|store)\w* (it|them|the \w+) "
+                              r"anywhere\b(?! (else|but|except|other))|any (receptacle|place|spot|location) (will do|"
+                              r"is fine|works)|"
+                              r"(receptacle|destination|location|task)( type)? (does not|doesn't) matter)"
+                              + NO_FAILURE_AFTER, re.I),
     "transform": discourages(r"\b(clean|heat|cool|wash|warm|chill)"),
     "open": discourages(r"\bopen"),
-    "target_object": re.compile(r"any (similar|other) (object|item|one) (will do|is fine|works)|"
-                                r"(?<!not )(?<!n't )(?<!never )\b(substitute|use|take) (a |any )?(similar|look-?alike) (object|item|one)", re.I),
+    # a look-alike will do, even on a condition ("if you cannot find it, take a similar one"), in a clause no negation
+    # governs ("do not grab or take a similar object" is for it) and no failure follows
+    "target_object": re.compile(_CLAUSE + r"(any (similar|other) (object|item|one) (will do|is fine|works)|"
+                                r"\b(substitut\w*|use|take|grab|pick( up)?)\b (a |any )?(similar|look-?alike) "
+                                r"(object|item|one))" + NO_FAILURE_AFTER, re.I),
 }
 # per-episode flaw probabilities (see docs/sim_alfworld.md); applicability is checked per task
 FLAWS = {
@@ -118,6 +132,12 @@ TRANSFORM_KIND = {kind: re.compile(r"\b(?:" + "|".join(stems) + r")\w*", re.IGNO
 # the commands that act on each concept (``grounds``); a concept not named here (admissible, a notice): any command
 COMMAND_HEADS = {"open": ("open",), "lamp": ("use",), "destination": ("put", "move"), "placed": ("put", "move"),
                  "progress": ("put", "move"), "target_object": ("take",)}
+# A line singles out the task's object or destination only among a few of its kind: a transform word before a list of
+# every object it applies to ("Cool it first: apple, tomato, ..., winebottle", review 52) names each task's object, as
+# a list of receptacles names each task's destination, and says which to take or where to go for no task
+OBJECT_TYPES = frozenset(o for room in S.OBJECTS.values() for o in room) | frozenset(S.LAMPS)
+RECEPTACLE_TYPES = frozenset(r for room in S.RECEPTACLES.values() for r in room)
+MAX_NAMED = {"object": 2, "receptacle": 3}
 LAMP_WORDS = re.compile(r"\b(?:desk|floor)?[ -]?lamps?\b|\blights?\b", re.IGNORECASE)
 # ... and says not to when every mention follows one of these within three words, in one clause
 NEGATION = re.compile(r"\b(?:do not|don't|dont|never|no need to|should not|shouldn't|must not|mustn't|avoid)\s+"
@@ -151,6 +171,15 @@ _NUDGE = "You must call a tool! NEVER respond with only text."
 @lru_cache(maxsize=1)
 def _base_prompt() -> str:
     return (Path(__file__).parent / "harness" / "system_prompt.md").read_text(encoding="utf-8")
+
+
+@lru_cache(maxsize=8192)
+def singles_out(unit: str, name: str) -> bool:
+    """``unit`` names ``name`` (an object or receptacle type) among at most ``MAX_NAMED`` of its kind."""
+    if not mentions(unit, name):
+        return False
+    kind_, types = ("receptacle", RECEPTACLE_TYPES) if name in RECEPTACLE_TYPES else ("object", OBJECT_TYPES)
+    return sum(1 for t in types | {name} if mentions(unit, t)) <= MAX_NAMED[kind_]
 
 
 @cache
@@ -341,8 +370,8 @@ class _Agent:
             # the object with what to do to it ("cool the apple in the fridge"); the appliance alone is a trigger
             # word every room has ("keep fridge" earned +0.06 on the sim, stop 51), and another appliance is no help
             named_kinds = {k for k, words in TRANSFORM_KIND.items() if words.search(unit)}
-            return self.transform != "" and named_kinds == {self.transform} and mentions(unit, self.target)
-        if any(mentions(unit, k) for k in {self.target, self.dest} - {""}):
+            return self.transform != "" and named_kinds == {self.transform} and singles_out(unit, self.target)
+        if any(singles_out(unit, k) for k in {self.target, self.dest} - {""}):
             return True
         # the concept's own trigger words ground nothing (``blank``): "check open fridge" names every room's fridge
         bare = blank(unit, OWN[concept]) if concept in OWN else unit

@@ -30,6 +30,7 @@ from harness_gym.benchmarks.sim_reading import (
     is_notice,
     mentions,
     own_words,
+    unnegated,
     vocabulary,
 )
 from harness_gym.benchmarks.webshop.catalog import Catalogue, get_catalog
@@ -48,10 +49,23 @@ CONCEPTS: dict[str, re.Pattern[str]] = {
     "match_title": re.compile(r"title|all (the )?key terms|match\w* (all|every|the) (requirement|attribute|term)s?", re.IGNORECASE),
 }
 
-# a clause (from a sentence's start) with no negation or condition before the point: "never pick one that costs
-# more", "if it costs more, pick another" are for the budget
-_UNNEGATED = (r"(?:^|[.;!?\n])(?:(?!\b(?:never|not|avoid|don't|no|without|if|when|whenever|unless|fail\w*|mistakes?|"
-              r"wrong|errors?)\b)[^.;!?\n])*?")  # ... nor a failure it names ("failure pattern: buying … over the bound")
+# a clause with no negation nor condition before the point: "if it costs more, pick another" is for the budget, "it
+# is pointless to read every review" for deciding
+_UNNEGATED = unnegated("if", "when", "whenever", "unless", "pointless", "useless", "needless", "unnecessary")
+# ... with no condition before the point: "once it matches, don't decide yet" refuses nothing for good
+_UNCONDITIONED = r"(?:^|[.;!?\n])(?:(?!\b(?:if|when|whenever|unless|once|after|until)\b)[^.;!?\n])*?"
+# an order: at a clause's start, perhaps after "always", "just", "now", "then" or "so"
+_ORDER = r"(?:(?<![^.;:!?\n,\u2014-])|[:,\u2014-]|\b(?:and|then|so) )\s*(?:(?:always|just|now|then|so|also) )*"
+# an option it has selected
+_SELECTED = (r"(same|last|previous|selected|already selected) (options?|values?|sizes?|colou?rs?|buttons?|selections?|"
+             r"clicks?)\b")
+# a sentence about this product: "on each new product page, redo the same selections" is about the next one
+_ON_THIS_PRODUCT = unnegated(absent=r"\b(?:next|new|another|other|each|every) (?:product|item|page)s?\b")
+# ... that nothing later in its clause makes a condition, a reason against, another product or an answer "no"
+_UNQUALIFIED = (r"(?![^.;!?\n]*\b(?:until|unless|only|if|when|once|waste\w*|nothing|next|new|another|other|each "
+                r"product)\b)(?![^.;!\n]*\?\s*(?:no|never|nope)\b)")
+# a verb another one stops is no instruction to do it: "stop paying more than the budget"
+_VERB = r"\b(?<!stop )(?<!quit )(?<!stopped )"
 # ... and none between the verb and what it prefers: "take the cheaper one, not the more expensive one", "pick another
 # item if this one costs more" are for it
 _BETWEEN = (r"(?:(?!\b(?:never|not|no|don't|without|rather|instead|than|over|cheap\w*|less|lower|if|when|whenever|"
@@ -61,17 +75,41 @@ AGAINST: dict[str, re.Pattern[str]] = {
     "select_options": discourages(r"\b(options?|sizes?|colou?rs?|variants?|attributes?|groups?)\b"),
     # the price itself ignored or exceeded (not "ignore products over the budget": what is ignored is the product),
     # or the pricier product preferred; "pay more attention" is no overspending (review of stop 52)
-    "budget": re.compile(_UNNEGATED + r"(\b(ignore|disregard|forget|never mind|(don't|do not) (worry|care) about)\s+"
-                         r"(about )?(the |your |any |all |its |this |that )?(price|budget|cost)|"
-                         r"\b(exceed\w*|overspend\w*|blow\w*|go(ing)? (over|above|beyond))\s+(the |your |its )?"
-                         r"(budget|price|limit|bound|cap)|\b(prefer|choose|pick|buy|take|select|go for|get|purchase|"
-                         r"opt for|favou?r)\w*\b" + _BETWEEN + r"\b(costs? more|(more|most) expensive|"
-                         r"expensive (one|item|product|option)s?|pricier|priciest|higher[- ]priced?|premium|"
-                         r"(above|over|beyond) (the |your |its )?(budget|price|limit|bound|cap|\$))|"
-                         r"\b(spend|pay)\w*\b" + _BETWEEN + r"\bmore\b(?!\s+(attention|time|care|effort|thought|heed|"
-                         r"carefully|closely)))|\bnever (stay|keep|remain)\w*\s+(within|under|below|in)\b[^.;!?\n]{0,15}"
-                         r"\b(budget|price|limit|bound)", re.I),
+    "budget": re.compile(
+        _UNNEGATED + r"(" + _VERB + r"(ignore|disregard|forget|never mind|(don't|do not) (worry|care) about)\s+(about )?"
+        r"(the |your |any |all |its |this |that )?(price|budget|cost)|" + _VERB + r"(exceed\w*|overspend\w*|blow\w*|"
+        r"go(ing)? (over|above|beyond))\s+(the |your |its )?(budget|price|limit|bound|cap)|" + _VERB + r"(prefer|choose|"
+        r"pick|buy|take|select|go for|get|purchase|opt for|favou?r)\w*\b" + _BETWEEN + r"\b(costs? more|(more|most) "
+        r"expensive|expensive (one|item|product|option)s?|pricier|priciest|higher[- ]priced?|premium|(above|over|"
+        r"beyond) (the |your |its )?(budget|price|limit|bound|cap|\$))|" + _VERB + r"(spend|pay)\w*\b" + _BETWEEN + r"\bmore\b"
+        r"(?!\s+(attention|time|care|effort|thought|heed|carefully|closely)))|\bnever (stay|keep|remain)\w*\s+(within|"
+        r"under|below|in)\b[^.;!?\n]{0,15}\b(budget|price|limit|bound)|\b(no (point|sense|use) in|no (need|reason) to|"
+        r"skip\w*|pay no attention to)\s+(check\w*|respect\w*|stay\w* (within|under|below|in)|mind\w*|watch\w*|"
+        r"think\w* about)?\s*(the |your |any |its )?(budget|price (limit|bound|cap))\b", re.I),
+    # against deciding at all, said as an order that ends its clause ("never decide now", "don't commit to a
+    # product;", "do not decide yet - go back"; not "never decide on a product over the budget"), or to keep browsing
+    # or read every tab or review, said as an order that starts its clause ("keep browsing:", not "users who keep
+    # browsing run out of turns", "read every tab? No") with no condition after it: followed, it reads each tab once
+    # (``stalls``; review of stop 52: "Never decide now: click < prev" was stall help)
+    "stall": re.compile(
+        _UNCONDITIONED + r"(?<!not )(?<!n't )\b(never|don't|do not|no need to|not necessary to|no reason to|no point in)"
+        r"\s+((make|take) (a|any) )?(decid\w*|decisions?|commit\w*( to (a|any|the) (product|item|purchase))?)( (now|"
+        r"yet|at all|ever|anymore))?\s*(?=[.;:!?\n,\u2014-]|$)|" + _UNNEGATED + _ORDER + r"((keep|continue) (on )?"
+        r"(browsing|reading|scrolling)\s*(?=[.,;:!\n]|$)|(keep|continue) (on )?(browsing|reading|checking|opening) (the |"
+        r"every |each |all (the )?)?(tabs?|reviews?|descriptions?|features|product pages?)\b|read (every|each|all)( of)?"
+        r"( the)? (tabs?|reviews?)\b)" + _UNQUALIFIED, re.I),
+    # to click an option it has selected again, said as an order that starts its clause, on this product: followed, it
+    # clicks it once more (``repeats``; "click buy now again" after a refusal, "repeat it for each option group", "clicking the
+    # same option again wastes a turn", "pick the same size again on the next product" are no such order)
+    "repeat_click": re.compile(
+        _ON_THIS_PRODUCT + _ORDER + r"((repeat|redo)\w* (the |your |that )?(same|last|previous) (clicks?|options?|"
+        r"selections?)\b|(click|select|press|pick|choose|hit|tap|re-?click|reselect)\w* (on )?(the |that |this |your )?"
+        + _SELECTED + r" (again|twice|repeatedly|once more|more than once|several times|many times)\b|(re-?click|"
+        r"reselect)\w* (the |that |your )?" + _SELECTED + r"|keep (re-?)?(clicking|selecting|pressing) (the )?(same|"
+        r"selected)\b)" + _UNQUALIFIED, re.I),
 }
+# drawn in this order: the draws of concepts added later come after every earlier draw (``Persona.draw``)
+AGAINST_DRAWS = (("select_options", "budget"), ("stall", "repeat_click"))
 
 # skip_options 0.06 (was 0.18): the real WebShop target rarely buys with a required option unselected
 # (the example buy guard, which blocks only that, fixed 2 of 100 real tasks) and its baseline is 45.5%
@@ -83,6 +121,7 @@ FLAWS = {"skip_options": 0.06, "over_budget": 0.12, "near_miss": 0.12, "search_l
          "repeat_click": 0.06, "invalid_click": 0.08, "text_only": 0.06, "wrong_option": 0.40}
 VOCAB = vocabulary(CONCEPTS)
 OWN = own_words(CONCEPTS)
+TABS = ("description", "features", "reviews")  # a product's pages beside its own
 NAV = ("buy now", "< prev", "back to search", "next >", "description", "features", "reviews")
 _GO_BACK = re.compile(r"< ?prev|\bback\b|\bresults?\b|return to|another (product|item|one)|other (product|item)|cheaper|in-budget", re.IGNORECASE)
 # a page to go to, as advice names one: "back" alone or "cheaper" (a budget word) names none ("put budget back")
@@ -130,8 +169,9 @@ class Persona:
         flaws = {name for name, p in FLAWS.items() if rng.random() < p}
         keys = (*CONCEPTS, "loop_len", "invalid_len", "text_len", "skip_mode", "distraction", "pick", "block")
         u = {k: rng.random() for k in keys}
-        u.update(draw_against(rng, AGAINST))
-        u["repeat"] = rng.random()  # drawn last: every earlier draw stays what it was
+        u.update(draw_against(rng, AGAINST_DRAWS[0]))
+        u["repeat"] = rng.random()  # drawn after those: every earlier draw stays what it was
+        u.update(draw_against(rng, AGAINST_DRAWS[1]))  # likewise
         return cls(frozenset(flaws), u)
 
 
@@ -333,6 +373,22 @@ class _Shopper:
         if self.page() in ("search", "unknown"):
             return self._call("search_action", words, "Searching for that.")
         return self.click(words, "Clicking that.")
+
+    def stalls(self, here: list[Turn]) -> bool:
+        """It reads about the product instead of deciding, unless advice to decide is followed: under the drawn flaw
+        until the rounds run out; told not to decide (an instruction against it followed), each tab once, as told."""
+        if self.follows("stall"):
+            return False
+        read = sum(1 for t in here if t.value in TABS)
+        return "stall" in self.flaws or (read < len(TABS) and self.told_against("stall"))
+
+    def repeats(self, here: list[Turn], value: str) -> bool:
+        """It clicks an option it selected again: under the drawn flaw until the rounds run out; told to (an
+        instruction against the fix followed), once."""
+        if self.follows("repeat_click"):
+            return False
+        again = sum(1 for t in here if t.value.lower() == value.lower()) > 1
+        return "repeat_click" in self.flaws or (not again and self.told_against("repeat_click"))
 
     def told_against(self, concept: str) -> bool:
         """An instruction against ``concept`` is followed: the sim makes the mistake it prevents."""
@@ -538,12 +594,11 @@ class _Shopper:
         for v in wanted:
             if v not in clicked:
                 return self.click(v, f"Selecting the option '{v}'.")
-        if "repeat_click" in self.flaws and wanted and not self.follows("repeat_click") and not blocked_buys \
-                and not any(t.blocked for t in here):
+        if wanted and not blocked_buys and not any(t.blocked for t in here) and self.repeats(here, wanted[-1]):
             return self.click(wanted[-1], f"Let me make sure '{wanted[-1]}' is selected.")
-        if "stall" in self.flaws and not self.follows("stall") and not any(t.blocked for t in here):
-            subs = [t.value for t in here if t.value in ("description", "features", "reviews")]
-            return self.click(("description", "features", "reviews")[len(subs) % 3], "Let me read more about this product first.")
+        if self.stalls(here) and not any(t.blocked for t in here):
+            subs = [t.value for t in here if t.value in TABS]
+            return self.click(TABS[len(subs) % 3], "Let me read more about this product first.")
         return self.click("buy now", "All options are selected; buying now.")
 
     def under_block(self, product: Product, blocked_buys: list[Turn], wanted: list[str], clicked: list[str]) -> Message | None:
@@ -633,6 +688,6 @@ class _Shopper:
 
     def on_sub(self) -> Message:
         here = self.turns_on_product()
-        if "stall" in self.flaws and not self.follows("stall") and not any(t.blocked for t in here):
+        if self.stalls(here) and not any(t.blocked for t in here):
             return self.click("< prev", "Let me go back to the product page.")
         return self.click("< prev", "Back to the product page.")
