@@ -167,15 +167,19 @@ def instructive(unit: str) -> bool:
 NEGATION = r"(?:never|don't|do not|avoid|skip|ignore|no need to|not necessary to)"
 
 
-def unnegated(*also: str, ends: str = ".;!?\n", absent: str = "") -> str:
-    """A clause's start (from the last of ``ends``, up to the point) with no negation and no failure named before the
-    point (nor any word of ``also``, e.g. conditions): "never pick one that costs more", "do not grab or take a similar
-    object", "you shouldn't put it anywhere but …", "common mistake: buying above the limit" say the opposite of what
-    follows; and, given ``absent`` (a regex), a clause where it occurs nowhere. A regex prefix."""
-    words = ("never", "not", "cannot", r"\w+n't", "avoid", "no", "nobody", "without", r"fail\w*", "mistakes?", "wrong",
-             "errors?", *also)
+def clause_without(*words: str, ends: str = ".;!?\n", absent: str = "") -> str:
+    """A regex prefix: a clause's start (from the last of ``ends``, up to the point) where none of ``words`` (regexes
+    of whole words) stands before the point, and, given ``absent`` (a regex), a clause where it occurs nowhere."""
     nowhere = r"(?![^" + ends + r"]*(?:" + absent + r"))" if absent else ""
     return r"(?:^|[" + ends + r"])" + nowhere + r"(?:(?!\b(?:" + "|".join(words) + r")\b)[^" + ends + r"])*?"
+
+
+def unnegated(*also: str, ends: str = ".;!?\n", absent: str = "") -> str:
+    """``clause_without`` a negation or a failure named before the point (nor any word of ``also``, e.g. conditions):
+    "never pick one that costs more", "do not grab or take a similar object", "you shouldn't put it anywhere but …",
+    "common mistake: buying above the limit" say the opposite of what follows."""
+    return clause_without("never", "not", "cannot", r"\w+n't", "avoid", "no", "nobody", "without", r"fail\w*",
+                          "mistakes?", "wrong", "errors?", *also, ends=ends, absent=absent)
 
 
 # ... and nothing after it in its clause saying that this fails, nor a "no" answering it: "grab a similar one and the

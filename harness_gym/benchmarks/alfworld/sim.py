@@ -31,11 +31,11 @@ from harness_gym.benchmarks.alfworld.tasks import (
     kind,
 )
 from harness_gym.benchmarks.sim_reading import (
+    NO_FAILURE_AFTER,
     Advice,
     TextCost,
     blank,
     count_words,
-    NO_FAILURE_AFTER,
     discourages,
     draw_against,
     is_notice,

@@ -25,6 +25,7 @@ from harness_gym.benchmarks.sim_reading import (
     Advice,
     TextCost,
     blank,
+    clause_without,
     discourages,
     draw_against,
     is_notice,
@@ -53,7 +54,7 @@ CONCEPTS: dict[str, re.Pattern[str]] = {
 # is pointless to read every review" for deciding
 _UNNEGATED = unnegated("if", "when", "whenever", "unless", "pointless", "useless", "needless", "unnecessary")
 # ... with no condition before the point: "once it matches, don't decide yet" refuses nothing for good
-_UNCONDITIONED = r"(?:^|[.;!?\n])(?:(?!\b(?:if|when|whenever|unless|once|after|until)\b)[^.;!?\n])*?"
+_UNCONDITIONED = clause_without("if", "when", "whenever", "unless", "once", "after", "until")
 # an order: at a clause's start, perhaps after "always", "just", "now", "then" or "so"
 _ORDER = r"(?:(?<![^.;:!?\n,\u2014-])|[:,\u2014-]|\b(?:and|then|so) )\s*(?:(?:always|just|now|then|so|also) )*"
 # an option it has selected
@@ -122,7 +123,7 @@ FLAWS = {"skip_options": 0.06, "over_budget": 0.12, "near_miss": 0.12, "search_l
 VOCAB = vocabulary(CONCEPTS)
 OWN = own_words(CONCEPTS)
 TABS = ("description", "features", "reviews")  # a product's pages beside its own
-NAV = ("buy now", "< prev", "back to search", "next >", "description", "features", "reviews")
+NAV = ("buy now", "< prev", "back to search", "next >", *TABS)
 _GO_BACK = re.compile(r"< ?prev|\bback\b|\bresults?\b|return to|another (product|item|one)|other (product|item)|cheaper|in-budget", re.IGNORECASE)
 # a page to go to, as advice names one: "back" alone or "cheaper" (a budget word) names none ("put budget back")
 _NAVIGATE = re.compile(r"< ?prev|\b(go|going|went|click|navigate|head|return)\w* back\b|back to (the )?(search|results?|list)|"
@@ -598,7 +599,7 @@ class _Shopper:
             return self.click(wanted[-1], f"Let me make sure '{wanted[-1]}' is selected.")
         if self.stalls(here) and not any(t.blocked for t in here):
             subs = [t.value for t in here if t.value in TABS]
-            return self.click(TABS[len(subs) % 3], "Let me read more about this product first.")
+            return self.click(TABS[len(subs) % len(TABS)], "Let me read more about this product first.")
         return self.click("buy now", "All options are selected; buying now.")
 
     def under_block(self, product: Product, blocked_buys: list[Turn], wanted: list[str], clicked: list[str]) -> Message | None:
